@@ -1,0 +1,59 @@
+"""``dtype-lint check | fix | rule | confirm``. Subcommands live in ``dtype_lint.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dtype_lint import __version__
+from dtype_lint.errors import UsageError
+
+COMMANDS = {
+    "check": ("dtype_lint.commands.check", "report precision bugs in Python files"),
+    "fix": ("dtype_lint.commands.fix", "apply the fixes that findings carry"),
+    "rule": ("dtype_lint.commands.rule", "print a rule's documentation"),
+    "confirm": ("dtype_lint.commands.confirm", "run the program and confirm or refute findings"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, as argparse does, without the usage block
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dtype-lint", description="Find PyTorch precision bugs before the job runs.")
+    parser.add_argument("--version", action="version", version=f"dtype-lint {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue  # a subcommand not built yet
+        subparser = subparsers.add_parser(name, help=help_text, description=help_text)
+        module.configure(subparser)
+        subparser.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:  # fast path: no parser, no rules
+        print(f"dtype-lint {__version__}")
+        return 0
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "run", None) is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return args.run(args)
+    except UsageError as error:
+        print(f"dtype-lint: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dtype-lint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

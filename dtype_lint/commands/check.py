@@ -1,0 +1,36 @@
+"""``dtype-lint check PATHS``: report findings; exit 1 when there are any, 2 on errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dtype_lint.commands.common import add_common_arguments, settings_from_args
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtype_lint.discover import discover
+    from dtype_lint.engine import check_bytes, check_files
+    from dtype_lint.report import render
+
+    settings = settings_from_args(args)
+    paths = args.paths or ["."]
+    if paths == ["-"]:
+        name = args.stdin_filename or "-"
+        reports = [check_bytes(sys.stdin.buffer.read(), name, settings)]
+    else:
+        files = discover(paths, settings)
+        reports = check_files(files, settings, args.jobs)
+    render(settings.output_format, reports, sys.stdout)
+    internal = [error for report in reports for error in report.internal_errors]
+    for error in internal:
+        print(f"dtype-lint: error: {error}", file=sys.stderr)
+    if internal:
+        return 2
+    has_findings = any(report.findings for report in reports)
+    return 1 if has_findings and not args.exit_zero else 0

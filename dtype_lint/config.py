@@ -1,0 +1,212 @@
+"""``[tool.dtype-lint]`` in pyproject.toml, and CLI flags on top of it, as one frozen Settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from dtype_lint.errors import UsageError
+from dtype_lint.findings import Confidence
+
+SELECTOR = re.compile(r"^(ALL|DTL\d{0,3})$")
+OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github", "rdjson")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("DTL",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    min_confidence: Confidence = Confidence.MEDIUM
+    output_format: str = "text"
+    # The transformers release the project targets ("4.56"); gates fixes such as DTL601's.
+    target_transformers: str | None = None
+    # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
+    root: str = "."
+    config_path: str | None = None
+
+    def is_selected(self, code: str, path: str | None = None) -> bool:
+        chosen = _longest_prefix(code, self.select + self.extend_select)
+        dropped = _longest_prefix(code, self.ignore + self.ignores_for(path))
+        if chosen is None:
+            return False
+        return dropped is None or len(chosen) > len(dropped)
+
+    def ignores_for(self, path: str | None) -> tuple[str, ...]:
+        if path is None or not self.per_file_ignores:
+            return ()
+        relative = self.relative(path)
+        codes: list[str] = []
+        for pattern, pattern_codes in self.per_file_ignores:
+            if _glob_match(relative, pattern):
+                codes.extend(pattern_codes)
+        return tuple(codes)
+
+    def is_excluded(self, path: str) -> bool:
+        relative = self.relative(path)
+        return any(_glob_match(relative, pattern) for pattern in self.exclude)
+
+    def relative(self, path: str) -> str:
+        absolute = os.path.abspath(path)
+        root = os.path.abspath(self.root)
+        try:
+            relative = os.path.relpath(absolute, root)
+        except ValueError:
+            relative = absolute
+        return Path(relative).as_posix()
+
+    def cache_key(self) -> str:
+        """What of these settings changes findings (the cache keys on it)."""
+        fields = dataclasses.asdict(self)
+        for unrelated in ("output_format", "root", "config_path", "exclude"):
+            fields.pop(unrelated)
+        return repr(sorted(fields.items()))
+
+
+def _longest_prefix(code: str, selectors: tuple[str, ...]) -> str | None:
+    best: str | None = None
+    for selector in selectors:
+        prefix = "" if selector == "ALL" else selector
+        if code.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return best
+
+
+def _glob_match(relative: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(relative, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        # A bare name matches any path component, as in .gitignore.
+        return any(fnmatch.fnmatchcase(part, pattern) for part in relative.split("/"))
+    return False
+
+
+# -- reading -----------------------------------------------------------------------------------
+def _selector_list(key: str, value: Any, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise UsageError(f"{source}: '{key}' must be a list of rule codes")
+    codes = tuple(item.strip().upper() for item in value)
+    for code in codes:
+        if not SELECTOR.match(code):
+            raise UsageError(f"{source}: '{key}' has an invalid rule selector {code!r}")
+    return codes
+
+
+def _string_list(key: str, value: Any, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise UsageError(f"{source}: '{key}' must be a list of strings")
+    return tuple(value)
+
+
+def _per_file_ignores(value: Any, source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: 'per-file-ignores' must be a table of glob = [codes]")
+    return tuple(
+        (pattern, _selector_list(f"per-file-ignores.{pattern}", codes, source))
+        for pattern, codes in sorted(value.items())
+    )
+
+
+def _confidence(value: Any, source: str) -> Confidence:
+    try:
+        return Confidence.parse(value) if isinstance(value, str) else Confidence.parse(repr(value))
+    except ValueError as error:
+        raise UsageError(f"{source}: 'min-confidence': {error}") from None
+
+
+def _output_format(value: Any, source: str) -> str:
+    if value not in OUTPUT_FORMATS:
+        raise UsageError(f"{source}: 'output-format' must be one of {', '.join(OUTPUT_FORMATS)}")
+    return value
+
+
+def _version(value: Any, source: str) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"\d+(\.\d+)*", value):
+        raise UsageError(f"{source}: 'target-transformers' must be a version such as \"4.56\"")
+    return value
+
+
+_KEYS = {
+    "select": lambda v, s: {"select": _selector_list("select", v, s)},
+    "ignore": lambda v, s: {"ignore": _selector_list("ignore", v, s)},
+    "extend-select": lambda v, s: {"extend_select": _selector_list("extend-select", v, s)},
+    "per-file-ignores": lambda v, s: {"per_file_ignores": _per_file_ignores(v, s)},
+    "exclude": lambda v, s: {"exclude": _string_list("exclude", v, s)},
+    "min-confidence": lambda v, s: {"min_confidence": _confidence(v, s)},
+    "output-format": lambda v, s: {"output_format": _output_format(v, s)},
+    "target-transformers": lambda v, s: {"target_transformers": _version(v, s)},
+}
+
+
+def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settings:
+    values: dict[str, Any] = {"root": root, "config_path": source}
+    for key in sorted(table):
+        parse = _KEYS.get(key)
+        if parse is None:
+            raise UsageError(f"{source}: unknown key '{key}' in [tool.dtype-lint]")
+        values.update(parse(table[key], source))
+    return Settings(**values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise UsageError(f"cannot read config {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: {error}") from None
+
+
+def find_config(start: str) -> Path | None:
+    """The nearest pyproject.toml with a [tool.dtype-lint] table, at or above ``start``."""
+    directory = Path(os.path.abspath(start))
+    if not directory.is_dir():
+        directory = directory.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "dtype-lint" in text and "dtype-lint" in _read_toml(candidate).get("tool", {}):
+                return candidate
+    return None
+
+
+def load_settings(start: str = ".", config: str | None = None) -> Settings:
+    if config is not None:
+        path = Path(config)
+        if not path.is_file():
+            raise UsageError(f"config file not found: {config}")
+        data = _read_toml(path)
+        # A pyproject.toml keeps its table under [tool.dtype-lint]; a dedicated file is the table.
+        table = data.get("tool", {}).get("dtype-lint", {}) if path.name == "pyproject.toml" else data
+        return settings_from_table(table, str(path), str(path.parent))
+    found = find_config(start)
+    if found is None:
+        return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+    table = _read_toml(found)["tool"]["dtype-lint"]
+    if not isinstance(table, dict):
+        raise UsageError(f"{found}: [tool.dtype-lint] must be a table")
+    return settings_from_table(table, str(found), str(found.parent))
+
+
+def with_overrides(settings: Settings, **overrides: Any) -> Settings:
+    """CLI flags override the file; None means the flag was not given."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    return dataclasses.replace(settings, **given)

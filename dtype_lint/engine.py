@@ -1,0 +1,171 @@
+"""Settings + files -> findings: read, prefilter, parse once, run the rules, filter, sort."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import multiprocessing
+import os
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import libcst as cst
+
+from dtype_lint.config import Settings
+from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.rules import all_rules
+from dtype_lint.rules.base import Rule
+from dtype_lint.source import UndecodableSource, decode
+from dtype_lint.suppress import is_suppressed
+
+PARSE_ERROR = "DTL001"
+# Below this many files a process pool costs more than it saves (pre-commit passes a few).
+PARALLEL_THRESHOLD = 8
+
+
+@dataclasses.dataclass
+class FileReport:
+    path: str
+    findings: list[Finding]
+    internal_errors: list[str] = dataclasses.field(default_factory=list)
+    # The file's lines, kept only when there is something to show.
+    lines: list[str] | None = None
+
+
+def _parse_error(path: str, reason: str, line: int, column: int) -> Finding:
+    return Finding(
+        code=PARSE_ERROR,
+        name="uncheckable-file",
+        message=f"Cannot check this file: {reason}",
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        confidence=Confidence.HIGH,
+        path=path,
+    )
+
+
+def enabled_rules(settings: Settings, path: str) -> list[type[Rule]]:
+    return [rule for rule in all_rules() if rule.code != PARSE_ERROR and settings.is_selected(rule.code, path)]
+
+
+def might_match(text: str, rules: list[type[Rule]]) -> bool:
+    """The prefilter: can any of these rules have something to say about this text?"""
+    return any(not rule.triggers or any(t in text for t in rule.triggers) for rule in rules)
+
+
+def _syntax_error(text: str, path: str) -> tuple[str, int, int] | None:
+    """Cheap validity check for files the prefilter lets skip libcst."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text, filename=path)
+    except SyntaxError as error:
+        return (f"syntax error: {error.msg}", error.lineno or 1, (error.offset or 1))
+    except (ValueError, RecursionError, MemoryError) as error:
+        return (f"cannot parse: {type(error).__name__}", 1, 1)
+    return None
+
+
+def check_text(
+    text: str, path: str, settings: Settings, *, prefilter: bool = True, use_noqa: bool = True
+) -> FileReport:
+    """Check one file's text. Never raises for anything the file contains."""
+    from dtype_lint.context import FileContext
+    from dtype_lint.runner import run_rules
+
+    rules = enabled_rules(settings, path)
+    want_parse_errors = settings.is_selected(PARSE_ERROR, path)
+    findings: list[Finding] = []
+    if prefilter and not might_match(text, rules):
+        problem = _syntax_error(text, path) if want_parse_errors else None
+        if problem:
+            findings.append(_parse_error(path, *problem))
+        return _finish(path, text, findings, [], settings)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        if want_parse_errors:
+            findings.append(_parse_error(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1))
+        return _finish(path, text, findings, [], settings)
+    except (RecursionError, MemoryError, ValueError, Exception) as error:  # noqa: BLE001 - native parser errors
+        if want_parse_errors:
+            findings.append(_parse_error(path, f"cannot parse: {type(error).__name__}", 1, 1))
+        return _finish(path, text, findings, [], settings)
+    try:
+        ctx = FileContext(path, text, module)
+        reported, failed = run_rules(ctx, rules)
+    except RecursionError:
+        if want_parse_errors:
+            findings.append(_parse_error(path, "nesting too deep to analyse", 1, 1))
+        return _finish(path, text, findings, [], settings)
+    errors = [f"{path}: internal error in {code}: {detail}" for code, detail in sorted(failed.items())]
+    lines = ctx.lines
+    for finding, statement_line in reported:
+        if finding.confidence < settings.min_confidence:
+            continue
+        if is_suppressed(lines, finding.code, finding.line, statement_line, use_noqa=use_noqa):
+            continue
+        findings.append(dataclasses.replace(finding, path=path))
+    return _finish(path, text, findings, errors, settings)
+
+
+def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings) -> FileReport:
+    return FileReport(
+        path=path,
+        findings=sort_findings(findings),
+        internal_errors=errors,
+        lines=text.splitlines() if findings else None,
+    )
+
+
+def check_bytes(data: bytes, path: str, settings: Settings, *, prefilter: bool = True) -> FileReport:
+    try:
+        source = decode(data)
+    except UndecodableSource as problem:
+        findings = []
+        if settings.is_selected(PARSE_ERROR, path):
+            findings.append(_parse_error(path, problem.reason, problem.line, problem.column))
+        return FileReport(path=path, findings=findings)
+    return check_text(source.text, path, settings, prefilter=prefilter)
+
+
+def check_file(display_path: str, fs_path: str, settings: Settings, prefilter: bool = True) -> FileReport:
+    try:
+        with open(fs_path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        finding = _parse_error(display_path, f"cannot read: {error.strerror}", 1, 1)
+        return FileReport(path=display_path, findings=[finding])
+    try:
+        return check_bytes(data, display_path, settings, prefilter=prefilter)
+    except Exception as error:  # noqa: BLE001 - reported, never a traceback
+        return FileReport(
+            path=display_path,
+            findings=[],
+            internal_errors=[f"{display_path}: internal error: {type(error).__name__}: {error}"],
+        )
+
+
+def _check_file_args(args) -> FileReport:
+    return check_file(*args)
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def check_files(
+    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, prefilter: bool = True
+) -> list[FileReport]:
+    """Reports for ``(display_path, fs_path)`` pairs, in the order given."""
+    jobs = jobs or default_jobs()
+    work = [(display, fs_path, settings, prefilter) for display, fs_path in files]
+    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
+        return [_check_file_args(item) for item in work]
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+        chunk = max(1, len(work) // (jobs * 8))
+        return list(pool.map(_check_file_args, work, chunksize=chunk))

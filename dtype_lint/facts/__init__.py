@@ -1,0 +1,1 @@
+"""Facts computed once per file and shared by every rule."""

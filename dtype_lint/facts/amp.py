@@ -1,0 +1,126 @@
+"""What an autocast context or a GradScaler construction says: device, dtype, enabled.
+
+Shared by the AMP-protocol rules and the dtype flow, so every rule reads ``torch.autocast("cuda",
+dtype=torch.bfloat16, enabled=args.amp)`` the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from dtype_lint.facts.names import ImportTable, dotted_name
+
+AUTOCAST = (
+    "torch.autocast",
+    "torch.amp.autocast",
+    "torch.amp.autocast_mode.autocast",
+    "torch.cuda.amp.autocast",
+    "torch.cuda.amp.autocast_mode.autocast",
+    "torch.cpu.amp.autocast",
+)
+GRAD_SCALER = (
+    "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+)
+# Low-precision dtypes by every spelling torch accepts.
+DTYPE_NAMES = {
+    "torch.float16": "float16",
+    "torch.half": "float16",
+    "torch.bfloat16": "bfloat16",
+    "torch.float32": "float32",
+    "torch.float": "float32",
+    "torch.float64": "float64",
+    "torch.double": "float64",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AutocastInfo:
+    device: str | None  # "cuda", "cpu", ... or None when not a literal
+    dtype: str | None  # "float16", "bfloat16", ... None when not given (the device default)
+    enabled: bool | None  # None when it depends on a run-time value
+    node: cst.Call | None = None
+
+    @property
+    def effective_dtype(self) -> str | None:
+        """The dtype autocast runs at: explicit, or the device default (CUDA fp16, CPU bf16)."""
+        if self.dtype is not None:
+            return self.dtype
+        return {"cuda": "float16", "cpu": "bfloat16"}.get(self.device or "")
+
+
+def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.BaseExpression | None:
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+        if arg.keyword is None and arg.star == "" and position is not None and index == position:
+            return arg.value
+    return None
+
+
+def literal_string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def literal_bool(node: cst.BaseExpression | None) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def dtype_literal(names: ImportTable, node: cst.BaseExpression | None) -> str | None:
+    """``torch.float16`` / ``T.half`` / ``"bfloat16"`` -> "float16" / "bfloat16"; else None."""
+    if node is None:
+        return None
+    text = literal_string(node)
+    if text is not None:
+        return DTYPE_NAMES.get(f"torch.{text}")
+    for qualified in names.qualified_names(node):
+        if qualified in DTYPE_NAMES:
+            return DTYPE_NAMES[qualified]
+    return None
+
+
+def autocast_info(names: ImportTable, call: cst.BaseExpression) -> AutocastInfo | None:
+    """The autocast context ``call`` creates, or None when it is not one."""
+    if not isinstance(call, cst.Call):
+        return None
+    qualified = names.matches(call.func, *AUTOCAST)
+    if qualified is None:
+        # accelerate's ``accelerator.autocast()``: the dtype is the Accelerator's mixed_precision.
+        dotted = dotted_name(call.func)
+        if dotted and dotted.endswith("accelerator.autocast"):
+            return AutocastInfo(device=None, dtype=None, enabled=True, node=call)
+        return None
+    if qualified.startswith("torch.cuda."):
+        device: str | None = "cuda"
+        dtype_position, enabled_position = 1, 0
+    elif qualified.startswith("torch.cpu."):
+        device, dtype_position, enabled_position = "cpu", 1, 0
+    else:
+        device = literal_string(_argument(call, "device_type", 0))
+        dtype_position, enabled_position = 1, 2
+    dtype = dtype_literal(names, _argument(call, "dtype", dtype_position))
+    enabled_node = _argument(call, "enabled", enabled_position)
+    enabled = True if enabled_node is None else literal_bool(enabled_node)
+    return AutocastInfo(device=device, dtype=dtype, enabled=enabled, node=call)
+
+
+def is_grad_scaler(names: ImportTable, call: cst.BaseExpression) -> bool:
+    return isinstance(call, cst.Call) and names.matches(call.func, *GRAD_SCALER) is not None
+
+
+def autocast_of_with(names: ImportTable, node: cst.With) -> AutocastInfo | None:
+    for item in node.items:
+        info = autocast_info(names, item.item)
+        if info is not None:
+            return info
+    return None

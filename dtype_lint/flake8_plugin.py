@@ -1,0 +1,37 @@
+"""The flake8 entry point (code prefix ``DTL``): adapts findings, no logic of its own.
+
+It checks the lines flake8 hands it (no re-reading), reports 0-based columns as flake8 expects
+(flake8 prints column + 1, so columns match the CLI's), and leaves ``--select``/``--ignore`` and
+``# noqa`` on the reported line to flake8. It applies what flake8 cannot know: a suppression on
+the first line of a multi-line statement, and ``# dtype-lint: ignore[...]``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from dtype_lint import __version__
+
+
+class DtypeLintChecker:
+    name = "dtype-lint"
+    version = __version__
+    _disable_noqa = False
+
+    def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
+        self.lines = lines
+        self.filename = filename
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls._disable_noqa = bool(getattr(options, "disable_noqa", False))
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        from dtype_lint.config import Settings
+        from dtype_lint.engine import check_text
+
+        # flake8's own select/ignore decide which DTL codes show; the confidence floor is ours.
+        report = check_text("".join(self.lines), self.filename, Settings(), use_noqa=not self._disable_noqa)
+        for finding in report.findings:
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)

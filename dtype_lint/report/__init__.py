@@ -1,0 +1,17 @@
+"""Output formats, one module each; every one renders the same Finding objects."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TextIO
+
+from dtype_lint.findings import Finding, sort_findings
+
+
+def all_findings(reports) -> list[Finding]:
+    return sort_findings([finding for report in reports for finding in report.findings])
+
+
+def render(output_format: str, reports, out: TextIO) -> None:
+    module = importlib.import_module(f"dtype_lint.report.{output_format}_format")
+    module.render(reports, out)

@@ -1,0 +1,61 @@
+"""The default, ruff-like output: ``path:line:col: CODE [*] message`` and the source line."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from dtype_lint.findings import Finding, Safety
+from dtype_lint.report import all_findings
+
+
+def location(finding: Finding) -> str:
+    if finding.cell is not None:
+        return f"{finding.path}:cell {finding.cell}:{finding.line}:{finding.column}"
+    return f"{finding.path}:{finding.line}:{finding.column}"
+
+
+def headline(finding: Finding) -> str:
+    marker = " [*]" if finding.fix is not None and finding.fix.safety is Safety.SAFE else ""
+    return f"{location(finding)}: {finding.code}{marker} {finding.message}"
+
+
+def _source_excerpt(finding: Finding, lines: list[str] | None) -> list[str]:
+    if not lines or not 1 <= finding.line <= len(lines):
+        return []
+    text = lines[finding.line - 1].expandtabs(4) if "\t" in lines[finding.line - 1] else lines[finding.line - 1]
+    number = str(finding.line)
+    gutter = " " * len(number)
+    end = finding.end_column if finding.end_line == finding.line else len(text) + 1
+    width = max(1, end - finding.column)
+    return [
+        f"{gutter} |",
+        f"{number} | {text}",
+        f"{gutter} | {' ' * (finding.column - 1)}{'^' * width}",
+        "",
+    ]
+
+
+def summary(findings: list[Finding]) -> list[str]:
+    if not findings:
+        return ["All checks passed!"]
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.SAFE)
+    unsafe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.UNSAFE)
+    noun = "error" if len(findings) == 1 else "errors"
+    lines = [f"Found {len(findings)} {noun}."]
+    if safe:
+        lines.append(f"[*] {safe} fixable with `dtype-lint fix`.")
+    if unsafe:
+        lines.append(f"({unsafe} more fixable with `dtype-lint fix --unsafe-fixes`.)")
+    return lines
+
+
+def render(reports, out: TextIO) -> None:
+    lines_by_path = {report.path: report.lines for report in reports}
+    findings = all_findings(reports)
+    for finding in findings:
+        out.write(headline(finding) + "\n")
+        if finding.cell is None:
+            for line in _source_excerpt(finding, lines_by_path.get(finding.path)):
+                out.write(line + "\n")
+    for line in summary(findings):
+        out.write(line + "\n")

@@ -1,0 +1,126 @@
+"""The rule API: one class per rule, carrying its code, its doc and its examples.
+
+A rule declares ``visit_<Node>`` / ``leave_<Node>`` methods (libcst node class names); one
+traversal of the file calls every enabled rule's methods (see ``dtype_lint.runner``). A rule asks
+questions of ``self.ctx`` (the file's facts) and calls ``self.report``.
+
+Its class docstring is its documentation (ruff's headings), printed by ``dtype-lint rule CODE``;
+``valid`` and ``invalid`` are run as tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import textwrap
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
+
+if TYPE_CHECKING:
+    from dtype_lint.context import FileContext
+
+CODE_PATTERN = re.compile(r"^DTL\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_HEADINGS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
+
+REGISTRY: dict[str, type["Rule"]] = {}
+
+
+class DuplicateRuleError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    """An example the rule must flag; ``fixed`` is the source after all its fixes (unsafe too)."""
+
+    source: str
+    fixed: str | None = None
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    # Safety of the fix this rule offers, or None when it offers none.
+    fix_safety: ClassVar[Safety | None] = None
+    # Substrings of which at least one must occur in a file for the rule to have anything to
+    # say; files where no enabled rule's trigger occurs are not parsed by libcst at all.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[Invalid, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.code:
+            return
+        if not CODE_PATTERN.match(cls.code):
+            raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
+        if not NAME_PATTERN.match(cls.name):
+            raise ValueError(f"{cls.__name__}: rule name must be kebab-case, got {cls.name!r}")
+        existing = REGISTRY.get(cls.code)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise DuplicateRuleError(
+                f"rule code {cls.code} registered twice: {existing.__module__}.{existing.__qualname__}"
+                f" and {cls.__module__}.{cls.__qualname__}"
+            )
+        REGISTRY[cls.code] = cls
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self.reported: list[tuple[Finding, int]] = []
+
+    @classmethod
+    def doc(cls) -> str:
+        return textwrap.dedent(inspect.cleandoc(cls.__doc__ or "")).strip()
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        confidence: Confidence = Confidence.HIGH,
+        fix: Fix | None = None,
+    ) -> None:
+        position = self.ctx.position(node)
+        finding = Finding(
+            code=self.code,
+            name=self.name,
+            message=message,
+            line=position.start.line,
+            column=position.start.column + 1,
+            end_line=position.end.line,
+            end_column=position.end.column + 1,
+            confidence=confidence,
+            fix=fix,
+        )
+        self.reported.append((finding, self.ctx.statement_first_line(node)))
+
+    # -- fix helpers ---------------------------------------------------------------------------
+    def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        position = self.ctx.position(node)
+        return Edit(
+            position.start.line,
+            position.start.column + 1,
+            position.end.line,
+            position.end.column + 1,
+            content,
+        )
+
+    def insert_before_statement(self, statement: cst.CSTNode, line_text: str) -> Edit:
+        """Insert ``line_text`` as a new line above ``statement``, at its indentation."""
+        position = self.ctx.position(statement)
+        line = position.start.line
+        indent = re.match(r"[ \t]*", self.ctx.lines[line - 1]).group(0)
+        newline = self.ctx.newline
+        return Edit(line, 1, line, 1, f"{indent}{line_text}{newline}")
+
+    def insert_after_statement(self, statement: cst.CSTNode, line_text: str) -> Edit:
+        position = self.ctx.position(statement)
+        line = position.end.line
+        indent = re.match(r"[ \t]*", self.ctx.lines[position.start.line - 1]).group(0)
+        return Edit(line + 1, 1, line + 1, 1, f"{indent}{line_text}{self.ctx.newline}")

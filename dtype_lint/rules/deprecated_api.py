@@ -1,0 +1,141 @@
+"""DTL201: the ``torch.cuda.amp`` / ``torch.cpu.amp`` spellings torch deprecated for ``torch.amp``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.rules.base import Invalid, Rule
+
+# Deprecated qualified name -> (device, the torch.amp name that replaces it).
+DEPRECATED = {
+    f"torch.{device}.amp.{name}": (device, name)
+    for device in ("cuda", "cpu")
+    for name in ("autocast", "GradScaler", "custom_fwd", "custom_bwd")
+}
+DEPRECATED.update(
+    {
+        "torch.cuda.amp.autocast_mode.autocast": ("cuda", "autocast"),
+        "torch.cuda.amp.grad_scaler.GradScaler": ("cuda", "GradScaler"),
+    }
+)
+# The old autocast took (enabled, dtype, cache_enabled) positionally; torch.amp.autocast takes
+# (device_type, dtype, enabled, cache_enabled): positional arguments become keywords.
+OLD_AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
+
+
+class DeprecatedAmpApi(Rule):
+    """## What it does
+    Flags `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cuda.amp.custom_fwd`,
+    `torch.cuda.amp.custom_bwd` and their `torch.cpu.amp` twins, however they were imported
+    (`from torch.cuda import amp`, `from torch.cuda.amp import autocast as ac`, `import torch as T`).
+
+    ## Why is this bad?
+    Since torch 2.4 these spellings emit a `FutureWarning` on every call ("`torch.cuda.amp.autocast(
+    args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.") and are
+    slated for removal. The device-generic `torch.amp` API (torch >= 2.3) is the supported one.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    Safe: `torch.amp.X("cuda", ...)` is what the deprecated wrapper itself calls. Positional
+    arguments of the old `autocast` (`enabled`, `dtype`, `cache_enabled`) are rewritten as keywords
+    because the new signature orders them differently. The fix needs `torch` imported as a module;
+    when it is not, the finding carries no fix.
+    """
+
+    code = "DTL201"
+    name = "deprecated-amp-api"
+    summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
+    fix_safety = Safety.SAFE
+    triggers = ("amp",)
+    valid = (
+        "import torch\nwith torch.amp.autocast('cuda'):\n    pass\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\n",
+        "from torch import autocast\nwith autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
+        "from apex import amp\nmodel, opt = amp.initialize(model, opt)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda")\n',
+        ),
+        Invalid(
+            "import torch as T\nfrom torch.cuda.amp import autocast as ac\nwith ac(True, T.float16):\n    pass\n",
+            fixed='import torch as T\nfrom torch.cuda.amp import autocast as ac\nwith T.amp.autocast("cuda", enabled=True, dtype=T.float16):\n    pass\n',
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda import amp\n@amp.custom_fwd(cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n",
+            fixed='import torch\nfrom torch.cuda import amp\n@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n',
+        ),
+        Invalid(
+            "import torch\nwith torch.cpu.amp.autocast():\n    pass\n",
+            fixed='import torch\nwith torch.amp.autocast("cpu"):\n    pass\n',
+        ),
+        Invalid("from torch.cuda.amp import GradScaler\nscaler = GradScaler(enabled=use_amp)\n"),
+    )
+
+    def _deprecated(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
+        for qualified in self.ctx.names.qualified_names(node):
+            if qualified in DEPRECATED:
+                return (qualified, *DEPRECATED[qualified])
+        return None
+
+    def _torch_spelling(self) -> str | None:
+        spellings = self.ctx.names.local_names_for("torch")
+        return spellings[0] if spellings else None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        found = self._deprecated(node.func)
+        if found is None:
+            return
+        qualified, device, name = found
+        message = f"`{qualified}` is deprecated; use `torch.amp.{name}(\"{device}\", ...)`"
+        self.report(node.func, message, confidence=Confidence.HIGH, fix=self._call_fix(node, device, name))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        # A bare ``@torch.cuda.amp.custom_fwd``; a called decorator is a Call, seen above.
+        if isinstance(node.decorator, cst.Call):
+            return
+        found = self._deprecated(node.decorator)
+        if found is None:
+            return
+        qualified, device, name = found
+        torch = self._torch_spelling()
+        fix = None
+        if torch is not None:
+            content = f'{torch}.amp.{name}(device_type="{device}")'
+            fix = Fix(Safety.SAFE, (self.replace(node.decorator, content),), "use torch.amp")
+        self.report(node.decorator, f"`{qualified}` is deprecated; use `torch.amp.{name}(device_type=\"{device}\")`", fix=fix)
+
+    def _call_fix(self, node: cst.Call, device: str, name: str) -> Fix | None:
+        torch = self._torch_spelling()
+        if torch is None or any(arg.star for arg in node.args):
+            return None
+        edits = [self.replace(node.func, f"{torch}.amp.{name}")]
+        device_arg = f'device_type="{device}"' if name.startswith("custom_") else f'"{device}"'
+        if node.args:
+            first = self.ctx.position(node.args[0]).start
+            edits.append(Edit(first.line, first.column + 1, first.line, first.column + 1, f"{device_arg}, "))
+            if name == "autocast":
+                for index, arg in enumerate(node.args):
+                    if arg.keyword is None and index < len(OLD_AUTOCAST_POSITIONS):
+                        start = self.ctx.position(arg.value).start
+                        keyword = OLD_AUTOCAST_POSITIONS[index]
+                        edits.append(Edit(start.line, start.column + 1, start.line, start.column + 1, f"{keyword}="))
+        else:
+            end = self.ctx.position(node).end
+            edits.append(Edit(end.line, end.column, end.line, end.column, device_arg))
+        return Fix(Safety.SAFE, tuple(edits), "use torch.amp")
