@@ -32,7 +32,9 @@ def decode(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise UndecodableSource(f"bad encoding declaration: {error.msg}", error.lineno or 1) from None
+        if "invalid or missing encoding declaration" not in str(error):
+            raise UndecodableSource(f"bad encoding declaration: {error.msg}", error.lineno or 1) from None
+        encoding = "utf-8"  # undeclared and not UTF-8: report where the first bad byte is
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
