@@ -9,6 +9,9 @@ the first line of a multi-line statement, and ``# dtype-lint: ignore[...]``.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
+import os
 from typing import Iterator
 
 from dtype_lint import __version__
@@ -28,10 +31,22 @@ class DtypeLintChecker:
         cls._disable_noqa = bool(getattr(options, "disable_noqa", False))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from dtype_lint.config import Settings
         from dtype_lint.engine import check_text
 
-        # flake8's own select/ignore decide which DTL codes show; the confidence floor is ours.
-        report = check_text("".join(self.lines), self.filename, Settings(), use_noqa=not self._disable_noqa)
+        settings = _settings_for(os.path.dirname(os.path.abspath(self.filename)))
+        report = check_text("".join(self.lines), self.filename, settings, use_noqa=not self._disable_noqa)
         for finding in report.findings:
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_for(directory: str):
+    """The project's settings, less selection: flake8's own select/ignore decide which codes show."""
+    from dtype_lint.config import Settings, load_settings
+    from dtype_lint.errors import UsageError
+
+    try:
+        settings = load_settings(directory)
+    except UsageError:
+        settings = Settings()
+    return dataclasses.replace(settings, select=("DTL",), ignore=(), extend_select=(), per_file_ignores=())
