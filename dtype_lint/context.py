@@ -11,12 +11,15 @@ import functools
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from dtype_lint.config import Settings
 from dtype_lint.facts.names import ImportTable
 
 
 class FileContext:
-    def __init__(self, path: str, text: str, module: cst.Module) -> None:
+    def __init__(self, path: str, text: str, module: cst.Module, settings: "Settings | None" = None) -> None:
         self.path = path
+        # The run's settings, for rules whose advice depends on them (DTL601's target-transformers).
+        self.settings = settings if settings is not None else Settings()
         self.text = text
         self.lines = text.splitlines()
         self.newline = "\r\n" if "\r\n" in text else "\n"

@@ -95,7 +95,7 @@ def check_text(
             findings.append(_parse_error(path, f"cannot parse: {type(error).__name__}", 1, 1))
         return _finish(path, text, findings, [], settings)
     try:
-        ctx = FileContext(path, text, module)
+        ctx = FileContext(path, text, module, settings)
         reported, failed = run_rules(ctx, rules)
     except RecursionError:
         if want_parse_errors:
