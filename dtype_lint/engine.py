@@ -9,6 +9,7 @@ import os
 import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -18,6 +19,9 @@ from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
 from dtype_lint.source import UndecodableSource, decode
 from dtype_lint.suppress import is_suppressed
+
+if TYPE_CHECKING:
+    from dtype_lint.cache import Cache
 
 PARSE_ERROR = "DTL001"
 # Below this many files a process pool costs more than it saves (pre-commit passes a few).
@@ -132,7 +136,9 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, prefilter: bool =
     return check_text(source.text, path, settings, prefilter=prefilter)
 
 
-def check_file(display_path: str, fs_path: str, settings: Settings, prefilter: bool = True) -> FileReport:
+def check_file(
+    display_path: str, fs_path: str, settings: Settings, prefilter: bool = True, cache: "Cache | None" = None
+) -> FileReport:
     try:
         with open(fs_path, "rb") as handle:
             data = handle.read()
@@ -140,7 +146,13 @@ def check_file(display_path: str, fs_path: str, settings: Settings, prefilter: b
         finding = _parse_error(display_path, f"cannot read: {error.strerror}", 1, 1)
         return FileReport(path=display_path, findings=[finding])
     try:
-        return check_bytes(data, display_path, settings, prefilter=prefilter)
+        cached = cache.load(display_path, data) if cache is not None else None
+        if cached is not None:
+            return cached
+        report = check_bytes(data, display_path, settings, prefilter=prefilter)
+        if cache is not None:
+            cache.store(display_path, data, report)
+        return report
     except Exception as error:  # noqa: BLE001 - reported, never a traceback
         return FileReport(
             path=display_path,
@@ -158,11 +170,16 @@ def default_jobs() -> int:
 
 
 def check_files(
-    files: list[tuple[str, str]], settings: Settings, jobs: int | None = None, *, prefilter: bool = True
+    files: list[tuple[str, str]],
+    settings: Settings,
+    jobs: int | None = None,
+    *,
+    prefilter: bool = True,
+    cache: "Cache | None" = None,
 ) -> list[FileReport]:
-    """Reports for ``(display_path, fs_path)`` pairs, in the order given."""
+    """Reports for ``(display_path, fs_path)`` pairs, in the order given (``cache``: see cache.py)."""
     jobs = jobs or default_jobs()
-    work = [(display, fs_path, settings, prefilter) for display, fs_path in files]
+    work = [(display, fs_path, settings, prefilter, cache) for display, fs_path in files]
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
         return [_check_file_args(item) for item in work]
     method = "fork" if sys.platform.startswith("linux") else "spawn"

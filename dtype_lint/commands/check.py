@@ -25,7 +25,12 @@ def run(args: argparse.Namespace) -> int:
         reports = [check_bytes(sys.stdin.buffer.read(), name, settings)]
     else:
         files = discover(paths, settings)
-        reports = check_files(files, settings, args.jobs)
+        cache = None
+        if not args.no_cache:
+            from dtype_lint.cache import Cache, cache_directory
+
+            cache = Cache(cache_directory(settings), settings)
+        reports = check_files(files, settings, args.jobs, cache=cache)
     render(settings.output_format, reports, sys.stdout)
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
