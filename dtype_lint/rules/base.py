@@ -124,3 +124,12 @@ class Rule:
         line = position.end.line
         indent = re.match(r"[ \t]*", self.ctx.lines[position.start.line - 1]).group(0)
         return Edit(line + 1, 1, line + 1, 1, f"{indent}{line_text}{self.ctx.newline}")
+
+    def module_for_fix(self, module: str):
+        """How fix content spells ``module`` in this file, as ``(name, edits)``: ``name`` respects
+        aliases (``import torch as T`` gives ``"T"``) and ``edits`` adds ``import module`` once
+        when the file lacks it (put them in the Fix). None: offer no fix (the file imports it
+        only in a fallback or guarded branch). See ``dtype_lint.fixer.imports``."""
+        from dtype_lint.fixer.imports import module_reference
+
+        return module_reference(self.ctx, module)
