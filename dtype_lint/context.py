@@ -45,6 +45,13 @@ class FileContext:
 
         return analyze(self)
 
+    @functools.cached_property
+    def scaler(self):
+        """The GradScaler protocol of this file: events in order (see ``dtype_lint.facts.scaler``)."""
+        from dtype_lint.facts.scaler import analyze
+
+        return analyze(self)
+
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self._positions[node]
 
