@@ -1,0 +1,237 @@
+"""The result cache: warm runs give the same findings, and nothing stale or corrupt is served."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from dtype_lint.cache import DIRECTORY_ENV, Cache, cache_directory
+from dtype_lint.config import Settings
+from dtype_lint.engine import FileReport, check_file, check_text
+from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
+
+SOURCE = (
+    "import torch\n"
+    "scaler = torch.cuda.amp.GradScaler()\n"
+    "with torch.cuda.amp.autocast():\n"
+    "    loss = model(x)\n"
+)
+CLEAN = "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "train.py").write_text(SOURCE)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    for index in range(10):  # enough files for the process pool
+        (sub / f"m{index}.py").write_text(SOURCE if index % 2 else CLEAN)
+    return tmp_path
+
+
+def check(project: Path, *extra: str):
+    cache = project / "cache"
+    result = run_cli("check", "--format", "json", *extra, ".", cwd=project, env={DIRECTORY_ENV: str(cache)})
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout), result
+
+
+def entries(project: Path) -> list[Path]:
+    return sorted((project / "cache").glob("*/*.json"))
+
+
+def tamper(project: Path, new_message: str) -> None:
+    """Rewrite every cached finding's message (keeping the key): only a cache hit can show it."""
+    for path in entries(project):
+        entry = json.loads(path.read_text())
+        for finding in entry["findings"]:
+            finding["message"] = new_message
+        path.write_text(json.dumps(entry))
+
+
+def test_warm_run_gives_identical_findings_and_reads_the_cache(project):
+    cold, _ = check(project)
+    assert cold and {item["code"] for item in cold} == {"DTL201"}
+    assert len(entries(project)) == 12
+    warm, _ = check(project)
+    assert warm == cold
+    tamper(project, "served from the cache")
+    served, _ = check(project)
+    assert {item["message"] for item in served} == {"served from the cache"}
+    bypassed, _ = check(project, "--no-cache")
+    assert bypassed == cold
+
+
+def test_no_cache_neither_reads_nor_writes(project):
+    check(project, "--no-cache")
+    assert not (project / "cache").exists()
+
+
+def test_corrupt_entries_are_ignored_and_rewritten(project):
+    cold, _ = check(project)
+    damage = [b"", b"{", b"\x00\xff garbage", b'{"key": 1}', b'{"key": "x", "findings": [{"code": 3}]}', b"[]"]
+    paths = entries(project)
+    for index, path in enumerate(paths):
+        path.write_bytes(damage[index % len(damage)])
+    again, result = check(project)
+    assert again == cold
+    assert result.stderr == ""
+    for path in paths:
+        entry = json.loads(path.read_text())  # rewritten as a whole, valid entry
+        assert set(entry) == {"key", "findings", "lines"}
+
+
+def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
+    settings = Settings()
+    cache = Cache(tmp_path, settings)
+    data = SOURCE.encode()
+    report = check_text(SOURCE, "a.py", settings)
+    cache.store("a.py", data, report)
+    (entry_path,) = tmp_path.glob("*/*.json")
+    entry = json.loads(entry_path.read_text())
+    entry["findings"][0]["confidence"] = 17
+    entry_path.write_text(json.dumps(entry))
+    assert cache.load("a.py", data) is None
+    entry["findings"] = []
+    entry["lines"] = [1, 2]
+    entry_path.write_text(json.dumps(entry))
+    assert cache.load("a.py", data) is None
+
+
+def test_settings_change_invalidates(project):
+    check(project)
+    tamper(project, "stale")
+    for flags in (["--min-confidence", "low"], ["--ignore", "DTL201"], ["--select", "DTL201,DTL001"]):
+        fresh, _ = check(project, *flags)
+        assert "stale" not in {item["message"] for item in fresh}, flags
+    ignored, _ = check(project, "--ignore", "DTL201")
+    assert ignored == []
+
+
+def test_config_file_change_invalidates(project):
+    (project / "pyproject.toml").write_text("[tool.dtype-lint]\nselect = ['DTL']\n")
+    before, _ = check(project)
+    assert before
+    (project / "pyproject.toml").write_text(
+        "[tool.dtype-lint]\nselect = ['DTL']\nper-file-ignores = { 'pkg/*' = ['DTL201'] }\n"
+    )
+    after, _ = check(project)
+    assert after and all(not item["path"].startswith("pkg") for item in after)
+
+
+def test_content_change_invalidates(project):
+    check(project)
+    (project / "clean.py").write_text(SOURCE)
+    findings, _ = check(project)
+    assert any(item["path"] == "clean.py" for item in findings)
+    (project / "train.py").write_text(CLEAN)
+    findings, _ = check(project)
+    assert not any(item["path"] == "train.py" for item in findings)
+
+
+def test_analyzer_source_change_invalidates(monkeypatch, tmp_path):
+    import dtype_lint.cache as cache_module
+
+    settings = Settings()
+    first = Cache(tmp_path, settings)
+    report = FileReport("a.py", findings=[], lines=None)
+    first.store("a.py", b"x = 1\n", report)
+    monkeypatch.setattr(cache_module, "_fingerprint", "another analyzer build")
+    second = Cache(tmp_path, settings)
+    assert second.namespace != first.namespace
+    assert second.load("a.py", b"x = 1\n") is None
+    assert first.load("a.py", b"x = 1\n") is not None
+
+
+def test_path_is_part_of_the_key(tmp_path):
+    settings = Settings()
+    cache = Cache(tmp_path, settings)
+    report = check_text(SOURCE, "a.py", settings)
+    cache.store("a.py", SOURCE.encode(), report)
+    assert cache.load("a.py", SOURCE.encode()) is not None
+    assert cache.load("b.py", SOURCE.encode()) is None
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    finding = Finding(
+        code="DTL201", name="deprecated-amp-api", message="m \u00e9 \n", line=3, column=5, end_line=4,
+        end_column=1, confidence=Confidence.MEDIUM, path="dir/a.py", cell=2,
+        fix=Fix(Safety.UNSAFE, (Edit(3, 5, 3, 9, "new"), Edit(4, 1, 4, 1, "x\r\n")), "why"),
+    )
+    report = FileReport("dir/a.py", findings=[finding], lines=["a", "b\u00e9"])
+    cache = Cache(tmp_path, Settings())
+    cache.store("dir/a.py", b"data", report)
+    loaded = cache.load("dir/a.py", b"data")
+    assert loaded == report
+
+
+def test_reports_with_internal_errors_are_not_cached(tmp_path):
+    cache = Cache(tmp_path, Settings())
+    cache.store("a.py", b"x", FileReport("a.py", findings=[], internal_errors=["a.py: internal error in DTL999"]))
+    assert cache.load("a.py", b"x") is None
+    assert not list(tmp_path.glob("*/*.json"))
+
+
+def test_check_file_stores_then_serves(tmp_path):
+    source = tmp_path / "a.py"
+    source.write_text(SOURCE)
+    settings = Settings()
+    cache = Cache(tmp_path / "cache", settings)
+    first = check_file("a.py", str(source), settings, cache=cache)
+    assert cache.load("a.py", source.read_bytes()) == first
+    assert check_file("a.py", str(source), settings, cache=cache) == first
+
+
+def test_unwritable_cache_costs_nothing_but_speed(project):
+    blocker = project / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    findings, result = check(project)
+    assert findings and result.stderr == ""
+
+
+def test_cache_directory_location(tmp_path, monkeypatch):
+    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cache_directory(Settings()) == tmp_path / ".dtype_lint_cache"
+    configured = Settings(root=str(tmp_path / "proj"), config_path=str(tmp_path / "proj" / "pyproject.toml"))
+    assert cache_directory(configured) == tmp_path / "proj" / ".dtype_lint_cache"
+    monkeypatch.setenv(DIRECTORY_ENV, str(tmp_path / "elsewhere"))
+    assert cache_directory(configured) == tmp_path / "elsewhere"
+
+
+def test_default_cache_is_self_ignoring(tmp_path):
+    (tmp_path / "a.py").write_text(SOURCE)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    result = run_cli("check", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (tmp_path / ".dtype_lint_cache" / "CACHEDIR.TAG").is_file()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True)
+    assert status.stdout.strip() == "?? a.py"
+
+
+CONCURRENT = """
+import json, subprocess, sys
+procs = [subprocess.Popen([sys.executable, "-m", "dtype_lint", "check", "--format", "json", "--jobs", "2", "."],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+outs = [p.communicate() for p in procs]
+print(json.dumps([[p.returncode, o.decode(), e.decode()] for p, (o, e) in zip(procs, outs)]))
+"""
+
+
+def test_concurrent_runs_share_the_cache_safely(project):
+    expected, _ = check(project, "--no-cache")
+    for _ in range(2):  # a cold round, where the writers race, then a warm one
+        result = subprocess.run(
+            [sys.executable, "-c", CONCURRENT], cwd=project, capture_output=True, text=True, timeout=300,
+            env={**__import__("os").environ, DIRECTORY_ENV: str(project / "cache"), "PYTHONPATH": str(ROOT)},
+        )
+        for returncode, out, err in json.loads(result.stdout):
+            assert returncode == 1 and err == ""
+            assert json.loads(out) == expected
+    assert not list((project / "cache").glob("*/.tmp-*"))
+    for path in entries(project):
+        assert set(json.loads(path.read_text())) == {"key", "findings", "lines"}
