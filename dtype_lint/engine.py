@@ -126,6 +126,10 @@ def _finish(path: str, text: str, findings: list[Finding], errors: list[str], se
 
 
 def check_bytes(data: bytes, path: str, settings: Settings, *, prefilter: bool = True) -> FileReport:
+    if path.endswith(".ipynb"):  # files and stdin (--stdin-filename x.ipynb) alike
+        from dtype_lint.notebook import check_notebook
+
+        return check_notebook(data, path, settings, prefilter=prefilter)
     try:
         source = decode(data)
     except UndecodableSource as problem:
