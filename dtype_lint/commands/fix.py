@@ -1,0 +1,99 @@
+"""``dtype-lint fix PATHS``: apply the fixes findings carry; report what changed and what is left.
+
+Exit status: 0 when no finding is left, 1 when some remain (or a file could not be fixed),
+``--exit-non-zero-on-fix`` also 1 when a file changed (pre-commit's convention); ``--diff``: 1 when
+there is a diff. 2 for usage errors and internal errors, as ``check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import TextIO
+
+from dtype_lint.commands.common import add_common_arguments, settings_from_args
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes that may change numerics or behaviour"
+    )
+    parser.add_argument("--diff", action="store_true", help="print a unified diff of the fixes; write nothing")
+    parser.add_argument(
+        "--exit-non-zero-on-fix", action="store_true", help="exit 1 when any file was changed, even if nothing is left"
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: TextIO) -> None:
+    from dtype_lint.engine import FileReport
+    from dtype_lint.findings import Safety
+    from dtype_lint.fixer.files import remaining_findings
+    from dtype_lint.report import render
+    from dtype_lint.report.text_format import location
+
+    remaining = remaining_findings(results)
+    if settings.output_format in ("text", "concise"):
+        for finding in remaining:
+            out.write(f"{location(finding)}: {finding.code} {finding.message}\n")
+    else:  # machine formats get the findings that are left, in their own shape
+        render(settings.output_format, [FileReport(r.path, r.remaining) for r in results], out)
+        out = err
+    for result in results:
+        if result.fixed:
+            counts = Counter(finding.code for finding in result.fixed)
+            what = ", ".join(f"{counts[code]} × {code}" for code in sorted(counts))
+            out.write(f"{'Would fix' if diff_mode else 'Fixed'} {result.path}: {what}\n")
+        for skip in sorted(result.skipped, key=lambda s: s.finding.sort_key()):
+            out.write(f"{location(skip.finding)}: {skip.finding.code} fix not applied automatically: {skip.reason}\n")
+        if result.failure:
+            err.write(f"dtype-lint: error: {result.path}: no fix applied: {result.failure}\n")
+        for error in result.internal_errors:
+            err.write(f"dtype-lint: error: {error}\n")
+    fixed = sum(len(result.fixed) for result in results)
+    verb = "Would fix" if diff_mode else "Fixed"
+    out.write(f"{verb} {_plural(fixed, 'error')} ({len(remaining)} remaining).\n")
+    hidden = sum(1 for f in remaining if f.fix is not None and f.fix.safety is Safety.UNSAFE)
+    if hidden and not unsafe:
+        out.write(f"({_plural(hidden, 'more fix')} available with `dtype-lint fix --unsafe-fixes`.)\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtype_lint.discover import discover
+    from dtype_lint.fixer import FixOptions, fix_bytes, fix_files
+
+    settings = settings_from_args(args)
+    paths = args.paths or ["."]
+    if paths == ["-"]:
+        # Editors: source on stdin, the fixed source (or the diff) on stdout, the report on stderr.
+        data = sys.stdin.buffer.read()
+        result = fix_bytes(data, args.stdin_filename or "-", settings, FixOptions(args.unsafe_fixes, write=False))
+        if args.diff:
+            sys.stdout.write(result.diff)
+        else:
+            sys.stdout.buffer.write(result.output if result.changed else data)
+        sys.stdout.flush()
+        results, out = [result], sys.stderr
+    else:
+        files = discover(paths, settings)
+        results = fix_files(files, settings, FixOptions(args.unsafe_fixes, write=not args.diff), args.jobs)
+        out = sys.stdout
+        if args.diff:
+            for result in results:
+                sys.stdout.write(result.diff)
+            out = sys.stderr  # stdout holds only the patch, so it can be piped to ``git apply``
+    _report(results, settings, args.unsafe_fixes, args.diff, out, sys.stderr)
+    if any(result.internal_errors for result in results):
+        return 2
+    changed = any(result.changed for result in results)
+    failed = any(result.failure for result in results)
+    if args.diff:
+        return 1 if changed or failed else 0
+    if failed or any(result.remaining for result in results):
+        return 1
+    return 1 if changed and args.exit_non_zero_on_fix else 0

@@ -1,0 +1,167 @@
+"""Files in and out: bytes decoded and re-encoded exactly (encoding, BOM, line endings), atomic
+writes that keep permissions, unified diffs, and the process pool that spreads files like
+``check`` does."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import multiprocessing
+import os
+import stat
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+
+from dtype_lint.config import Settings
+from dtype_lint.findings import Finding, sort_findings
+from dtype_lint.fixer.core import SkippedFix, fix_text
+from dtype_lint.source import UndecodableSource, decode, encode
+
+
+@dataclasses.dataclass(frozen=True)
+class FixOptions:
+    unsafe: bool = False  # also apply fixes that change numerics or behaviour
+    write: bool = True  # False for --diff and stdin: compute, never touch the file
+
+
+@dataclasses.dataclass
+class FileFixResult:
+    path: str
+    fixed: list[Finding] = dataclasses.field(default_factory=list)
+    remaining: list[Finding] = dataclasses.field(default_factory=list)
+    skipped: list[SkippedFix] = dataclasses.field(default_factory=list)
+    failure: str | None = None  # why the file was left untouched
+    internal_errors: list[str] = dataclasses.field(default_factory=list)
+    output: bytes | None = None  # the fixed bytes, when they differ from the input
+    diff: str = ""
+    written: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.output is not None
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    # As diff(1) does, say so when a line has no newline at its end (else lines run together).
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace ``path``'s content with ``data`` in one rename: a reader (or a crash) sees the old
+    file or the new one, never half of it. Mode and, where allowed, owner are kept; a symlink
+    stays a symlink (its target is replaced)."""
+    real = os.path.realpath(path)
+    info = os.stat(real)
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        with contextlib.suppress(OSError, AttributeError):  # AttributeError: no getuid (Windows)
+            if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+                os.chown(temporary, info.st_uid, info.st_gid)
+        os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def fix_bytes(data: bytes, path: str, settings: Settings, options: FixOptions) -> FileFixResult:
+    """Fix one file's bytes in memory; ``output`` holds the new bytes when anything changed."""
+    from dtype_lint.engine import check_bytes
+
+    try:
+        source = decode(data)
+    except UndecodableSource:
+        return FileFixResult(path, remaining=check_bytes(data, path, settings).findings)
+    outcome = fix_text(source.text, path, settings, unsafe=options.unsafe)
+    result = FileFixResult(
+        path,
+        fixed=outcome.fixed,
+        remaining=outcome.remaining,
+        skipped=outcome.skipped,
+        failure=outcome.failure,
+        internal_errors=list(outcome.internal_errors),
+    )
+    if not outcome.changed:
+        return result
+    try:
+        output = encode(outcome.text, source.encoding, source.bom)
+    except UnicodeEncodeError as error:
+        return _untouched(result, source.text, path, settings, f"the fixed code cannot be written as {source.encoding}: {error.reason}")
+    if decode(output).text != outcome.text:  # the re-encoding must give back exactly the fixed text
+        return _untouched(result, source.text, path, settings, "the fixed code does not survive re-encoding")
+    result.output = output
+    result.diff = unified_diff(source.text, outcome.text, path)
+    return result
+
+
+def _untouched(result: FileFixResult, text: str, path: str, settings: Settings, reason: str) -> FileFixResult:
+    from dtype_lint.engine import check_text
+
+    return FileFixResult(path, remaining=check_text(text, path, settings).findings, failure=reason, internal_errors=result.internal_errors)
+
+
+def fix_file(display_path: str, fs_path: str, settings: Settings, options: FixOptions) -> FileFixResult:
+    """Fix one file on disk. Never raises for anything the file holds; writes only a complete,
+    verified result."""
+    from dtype_lint.engine import check_bytes, check_file
+
+    if fs_path.endswith(".ipynb"):  # notebooks are checked, not rewritten
+        return FileFixResult(display_path, remaining=check_file(display_path, fs_path, settings).findings)
+    try:
+        with open(fs_path, "rb") as stream:
+            data = stream.read()
+    except OSError:
+        report = check_file(display_path, fs_path, settings)
+        return FileFixResult(display_path, remaining=report.findings, internal_errors=report.internal_errors)
+    try:
+        result = fix_bytes(data, display_path, settings, options)
+    except Exception as error:  # noqa: BLE001 - reported, never a traceback, nothing written
+        return FileFixResult(display_path, internal_errors=[f"{display_path}: internal error while fixing: {type(error).__name__}: {error}"])
+    if result.changed and options.write:
+        try:
+            atomic_write(fs_path, result.output)
+            result.written = True
+        except OSError as error:
+            report = check_bytes(data, display_path, settings)
+            return FileFixResult(
+                display_path,
+                remaining=report.findings,
+                failure=f"cannot write the fixed file: {error.strerror or error}",
+                internal_errors=result.internal_errors,
+            )
+    return result
+
+
+def _fix_file_args(args) -> FileFixResult:
+    return fix_file(*args)
+
+
+def fix_files(
+    files: list[tuple[str, str]], settings: Settings, options: FixOptions, jobs: int | None = None
+) -> list[FileFixResult]:
+    """Results for ``(display_path, fs_path)`` pairs, in the order given; files are independent,
+    so they spread over processes exactly as ``engine.check_files`` does."""
+    from dtype_lint.engine import PARALLEL_THRESHOLD, default_jobs
+
+    jobs = jobs or default_jobs()
+    work = [(display, fs_path, settings, options) for display, fs_path in files]
+    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
+        return [_fix_file_args(item) for item in work]
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+        chunk = max(1, len(work) // (jobs * 8))
+        return list(pool.map(_fix_file_args, work, chunksize=chunk))
+
+
+def remaining_findings(results: list[FileFixResult]) -> list[Finding]:
+    return sort_findings([finding for result in results for finding in result.remaining])
