@@ -48,9 +48,18 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", "--output-format", dest="format", choices=OUTPUT_FORMATS)
 
 
+def _stdin_config_start(stdin_filename: str | None) -> str:
+    """Where config lookup starts for stdin: the named file's directory, or its nearest existing
+    ancestor (an editor's unsaved buffer may name a directory that does not exist yet)."""
+    directory = os.path.dirname(stdin_filename or "") or "."
+    while not os.path.isdir(directory) and os.path.dirname(directory) not in ("", directory):
+        directory = os.path.dirname(directory)
+    return directory if os.path.isdir(directory) else "."
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     paths = args.paths or ["."]
-    start = paths[0] if paths[0] != "-" else (os.path.dirname(args.stdin_filename or "") or ".")
+    start = paths[0] if paths[0] != "-" else _stdin_config_start(args.stdin_filename)
     if start != "-" and not os.path.exists(start):
         raise UsageError(f"{start}: no such file or directory")
     settings = load_settings(start, args.config)
