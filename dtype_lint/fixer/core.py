@@ -108,9 +108,10 @@ class _Round:
 
     def spans(self, edits: tuple[Edit, ...]) -> list[Span] | None:
         """The fix's edits as offsets, or None when they contradict each other."""
+        # Stable sort: insertions at one point keep the order the rule gave them.
         spans = sorted(
-            (self.offset(e.line, e.column), self.offset(e.end_line, e.end_column), _same_newlines(e.content, self.newline))
-            for e in edits
+            ((self.offset(e.line, e.column), self.offset(e.end_line, e.end_column), _same_newlines(e.content, self.newline)) for e in edits),
+            key=lambda span: span[:2],
         )
         for index, (start, end, _) in enumerate(spans):
             if end < start or (index and start < spans[index - 1][1]):
@@ -261,7 +262,8 @@ def fix_text(
             return FixOutcome(text, current, fixed, report.findings, skipped, None, report.internal_errors, round_number)
         if round_number == max_rounds:
             return fail(f"fixes did not reach a fixed point in {max_rounds} rounds")
-        spans = sorted({span for candidate in chosen for span in candidate.spans})
+        unique = dict.fromkeys(span for candidate in chosen for span in candidate.spans)  # shared edits once
+        spans = sorted(unique, key=lambda span: span[:2])
         new_text = apply_edits(current, [Edit(*_position(round_, s), *_position(round_, e), c) for s, e, c in spans])
         module, problem = _parse(new_text)
         if module is None:
