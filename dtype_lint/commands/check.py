@@ -11,6 +11,11 @@ from dtype_lint.commands.common import add_common_arguments, settings_from_args
 def configure(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    parser.add_argument(
+        "--diff-base",
+        metavar="REF",
+        help="report only findings on lines added or changed since the git revision REF (review mode)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     if paths == ["-"]:
         name = args.stdin_filename or "-"
-        reports = [check_bytes(sys.stdin.buffer.read(), name, settings)]
+        data = sys.stdin.buffer.read()
+        reports = [check_bytes(data, name, settings)]
     else:
         files = discover(paths, settings)
         cache = None
@@ -31,6 +37,13 @@ def run(args: argparse.Namespace) -> int:
 
             cache = Cache(cache_directory(settings), settings)
         reports = check_files(files, settings, args.jobs, cache=cache)
+    if args.diff_base is not None:
+        from dtype_lint.review import collect_changes, only_changed
+
+        # The repository is the one holding the first path (the working directory for stdin).
+        stdin = (name, data) if paths == ["-"] else None
+        changes = collect_changes(args.diff_base, "." if stdin else paths[0], stdin)
+        reports = only_changed(reports, changes)
     render(settings.output_format, reports, sys.stdout)
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
