@@ -44,9 +44,9 @@ class FileFixResult:
 
 
 def unified_diff(before: str, after: str, path: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
+    # Relative paths get git's a/ b/ prefixes (``git apply`` takes the patch); absolute ones stay.
+    old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
     # As diff(1) does, say so when a line has no newline at its end (else lines run together).
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -78,6 +78,10 @@ def fix_bytes(data: bytes, path: str, settings: Settings, options: FixOptions) -
     """Fix one file's bytes in memory; ``output`` holds the new bytes when anything changed."""
     from dtype_lint.engine import check_bytes
 
+    if path.endswith(".ipynb"):  # fixed as one program, cells written back into the JSON
+        from dtype_lint.notebook import fix_notebook
+
+        return fix_notebook(data, path, settings, options)
     try:
         source = decode(data)
     except UndecodableSource:
@@ -115,8 +119,6 @@ def fix_file(display_path: str, fs_path: str, settings: Settings, options: FixOp
     verified result."""
     from dtype_lint.engine import check_bytes, check_file
 
-    if fs_path.endswith(".ipynb"):  # notebooks are checked, not rewritten
-        return FileFixResult(display_path, remaining=check_file(display_path, fs_path, settings).findings)
     try:
         with open(fs_path, "rb") as stream:
             data = stream.read()
