@@ -1,0 +1,477 @@
+"""Shared questions of the numerics rules (DTL501-DTL508); this module defines no rule.
+
+Two kinds of knowledge live here:
+
+* **what a value is**, syntactically: the number a literal or a constant name stands for
+  (``-1e9``, ``float(2**30)``, ``NEG_INF``, ``self.eps`` set from ``eps=1e-8`` in ``__init__``),
+  and whether an expression is a *saturated* additive mask (filled with ``torch.finfo(..).min``
+  or ``-inf``). These are facts about values, not dtypes.
+* **what dtype a tensor has**, which is asked of the shared dtype flow (``ctx.flow``, built in
+  ``dtype_lint.facts.dtypes``) through :func:`dtype_at`; the numerics rules never infer a dtype
+  themselves. Unknown stays unknown, and the rules stay silent on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import weakref
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.findings import Confidence
+
+if TYPE_CHECKING:
+    from dtype_lint.context import FileContext
+    from dtype_lint.facts.dtypes import Value
+
+FP16, BF16, FP32 = "fp16", "bf16", "fp32"  # the flow's spelling (dtype_lint.facts.flow.values)
+FP16_MAX = 65504.0
+# fp16's smallest subnormal is 2**-24 (5.96e-8): anything below rounds to it or to zero.
+FP16_TINIEST = 6e-8
+
+# Calls that keep a tensor's values (and so its "saturated mask" nature): shape and device ops.
+SHAPE_PRESERVING = frozenset(
+    {
+        "to", "view", "reshape", "expand", "expand_as", "unsqueeze", "squeeze", "transpose",
+        "permute", "contiguous", "clone", "repeat", "repeat_interleave", "type_as", "half",
+        "bfloat16", "float", "cuda", "cpu", "triu", "tril", "detach", "flatten", "narrow",
+    }
+)
+TORCH_SHAPE_FUNCS = frozenset({"triu", "tril", "unsqueeze", "reshape", "broadcast_to", "transpose"})
+
+
+# -- the dtype flow, asked ----------------------------------------------------------------------
+def value_at(ctx: "FileContext", expr: cst.BaseExpression | None) -> "Value | None":
+    """The flow's value for ``expr`` when it knows at least one dtype for it, else None."""
+    if expr is None:
+        return None
+    value = ctx.flow.value_of(expr)
+    if value is None or not value.dtypes:
+        return None
+    return value
+
+
+def confidence_for(value: "Value | None", risky: tuple[str, ...]) -> Confidence | None:
+    """HIGH when ``value`` is one of ``risky`` on every path, MEDIUM when some path (a union, or
+    a path left unknown) gives a risky dtype, None when no risky dtype is possible or nothing is
+    known."""
+    if value is None or not value.dtypes:
+        return None
+    if value.only(*risky):
+        return Confidence.HIGH
+    if value.may_be(*risky):
+        return Confidence.MEDIUM
+    return None
+
+
+def explain(value: "Value", dtype: str | None = None) -> str:
+    """``float16 since line 12 (`model.half()`)`` / ``float16 or float32 since ...``."""
+    since = value.since(dtype) if dtype else value.since()
+    text = value.describe()
+    if value.partial:
+        text += " on some paths"
+    return f"{text} {since}".strip()
+
+
+def autocast_enabled_at(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """True when ``node`` sits inside an autocast region that is (or may be) enabled."""
+    return ctx.flow.autocast_at(node) is not None
+
+
+# -- calls ----------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class CallShape:
+    """``x.masked_fill(m, v)`` -> name "masked_fill", receiver ``x``; ``torch.exp(x)`` -> "exp",
+    receiver None, qualified "torch.exp"."""
+
+    name: str
+    receiver: cst.BaseExpression | None
+    qualified: str | None
+
+
+def call_shape(ctx: "FileContext", call: cst.Call) -> CallShape | None:
+    func = call.func
+    qualified = next(iter(ctx.names.qualified_names(func)), None)
+    if qualified is not None and (qualified.startswith("torch.") or qualified.startswith("math.")):
+        return CallShape(qualified.rsplit(".", 1)[-1], None, qualified)
+    if isinstance(func, cst.Attribute):
+        receiver_names = ctx.names.qualified_names(func.value)
+        if receiver_names and any(n == "torch" or n.startswith("torch.") or n in ("numpy", "math") for n in receiver_names):
+            return CallShape(func.attr.value, None, f"{receiver_names[0]}.{func.attr.value}")
+        return CallShape(func.attr.value, func.value, None)
+    if isinstance(func, cst.Name):
+        return CallShape(func.value, None, qualified)
+    return None
+
+
+def argument(call: cst.Call, keyword: str | None, position: int | None) -> cst.Arg | None:
+    for index, arg in enumerate(call.args):
+        if keyword is not None and arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position:
+            return positional[position]
+    return None
+
+
+def has_keyword(call: cst.Call, keyword: str) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == keyword for arg in call.args)
+
+
+def is_simple_reference(expr: cst.BaseExpression) -> bool:
+    """A name or attribute chain (``scores``, ``self.inv_freq``): cheap and safe to repeat in a fix."""
+    return dotted_name(expr) is not None
+
+
+def torch_spelling(ctx: "FileContext") -> str | None:
+    spellings = [s for s in ctx.names.local_names_for("torch") if "." not in s]
+    return spellings[0] if spellings else None
+
+
+# -- scopes and bindings -------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Binding:
+    name: str
+    value: cst.BaseExpression
+    end: tuple[int, int]  # (line, column) where the assignment statement ends
+    node: cst.CSTNode
+
+
+class _Scope:
+    """Assignments to plain names in one function (or the module), in source order."""
+
+    def __init__(self, ctx: "FileContext", owner: cst.CSTNode) -> None:
+        self.owner = owner
+        self.bindings: dict[str, list[Binding]] = {}
+        self.defaults: dict[str, cst.BaseExpression] = {}
+        if isinstance(owner, cst.FunctionDef):
+            params = owner.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.default is not None:
+                    self.defaults[param.name.value] = param.default
+            body = owner.body.body if isinstance(owner.body, cst.IndentedBlock) else ()
+        else:
+            body = owner.body
+        collector = _AssignmentCollector(ctx, self)
+        for statement in body:
+            statement.visit(collector)
+
+    def add(self, name: str, value: cst.BaseExpression, end: tuple[int, int], node: cst.CSTNode) -> None:
+        self.bindings.setdefault(name, []).append(Binding(name, value, end, node))
+
+    def before(self, name: str, point: tuple[int, int]) -> list[Binding]:
+        """Assignments that end before ``point`` (so not the one the use sits in)."""
+        return [b for b in self.bindings.get(name, ()) if b.end <= point]
+
+    def all(self, name: str) -> list[Binding]:
+        return list(self.bindings.get(name, ()))
+
+
+class _AssignmentCollector(cst.CSTVisitor):
+    def __init__(self, ctx: "FileContext", scope: _Scope) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.scope = scope
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def _end(self, node: cst.CSTNode) -> tuple[int, int]:
+        end = self.ctx.position(node).end
+        return (end.line, end.column)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.scope.add(target.target.value, node.value, self._end(node), node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.scope.add(node.target.value, node.value, self._end(node), node)
+
+
+class NumericsFacts:
+    """Per-file caches for the syntactic value questions of the numerics rules."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self._scopes: dict[int, _Scope] = {}
+        self._class_attrs: dict[int, dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]]] = {}
+        self._functions: dict[str, cst.FunctionDef] | None = None
+        self._calls: dict[str, list[cst.Call]] | None = None
+
+    # scopes
+    def scope_of(self, node: cst.CSTNode) -> _Scope:
+        owner = self.ctx.enclosing(node, cst.FunctionDef) or self.ctx.module
+        return self.scope_for(owner)
+
+    def scope_for(self, owner: cst.CSTNode) -> _Scope:
+        key = id(owner)
+        if key not in self._scopes:
+            self._scopes[key] = _Scope(self.ctx, owner)
+        return self._scopes[key]
+
+    def module_scope(self) -> _Scope:
+        return self.scope_for(self.ctx.module)
+
+    def reaching(self, name: cst.Name) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
+        """Expressions ``name`` may hold where it is used: the last assignment that ends before
+        it in its function, else the parameter default, else the single module-level
+        assignment. A value fact, not a dtype: branches are not joined here (the dtype flow does
+        that); callers treat what they get as a hint about the value written."""
+        start = self.ctx.position(name).start
+        scope = self.scope_of(name)
+        earlier = scope.before(name.value, (start.line, start.column))
+        if earlier:
+            owner = scope.owner
+            last = earlier[-1]
+            return [(last.value, owner)]
+        if name.value in scope.defaults:
+            return [(scope.defaults[name.value], scope.owner)]
+        if scope.owner is not self.ctx.module:
+            module_bindings = self.module_scope().all(name.value)
+            if len(module_bindings) == 1:
+                return [(module_bindings[0].value, self.ctx.module)]
+        return []
+
+    def class_attribute(self, node: cst.Attribute) -> list[cst.BaseExpression]:
+        """``self.eps`` -> the expressions assigned to it in the class (``__init__`` params
+        resolved to their defaults; class-level ``eps = 1e-8``)."""
+        if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+            return []
+        klass = self.ctx.enclosing(node, cst.ClassDef)
+        if klass is None:
+            return []
+        table = self._class_table(klass)
+        return [value for value, _ in table.get(node.attr.value, ())]
+
+    def _class_table(self, klass: cst.ClassDef) -> dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]]:
+        key = id(klass)
+        if key in self._class_attrs:
+            return self._class_attrs[key]
+        table: dict[str, list[tuple[cst.BaseExpression, cst.CSTNode]]] = {}
+        for statement in klass.body.body if isinstance(klass.body, cst.IndentedBlock) else ():
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                        table.setdefault(small.targets[0].target.value, []).append((small.value, klass))
+            elif isinstance(statement, cst.FunctionDef):
+                scope = self.scope_for(statement)
+                for target, value in _self_assignments(statement):
+                    if isinstance(value, cst.Name) and value.value in scope.defaults and not scope.all(value.value):
+                        for passed in self._constructor_values(klass, statement, value.value):
+                            table.setdefault(target, []).append((passed, statement))
+                    else:
+                        table.setdefault(target, []).append((value, statement))
+        self._class_attrs[key] = table
+        return table
+
+    def _constructor_values(self, klass: cst.ClassDef, init: cst.FunctionDef, param: str) -> list[cst.BaseExpression]:
+        """What ``param`` of ``__init__`` is at the class's constructions in this file: the
+        values passed, plus the default when some construction (or none at all) omits it."""
+        default = self.scope_for(init).defaults[param]
+        if init.name.value != "__init__":
+            return [default]
+        names = [p.name.value for p in (*init.params.posonly_params, *init.params.params)]
+        index = names.index(param) - 1 if param in names else None  # minus ``self``
+        values: list[cst.BaseExpression] = []
+        omitted = False
+        for call in self._constructions(klass.name.value):
+            passed = argument(call, param, index)
+            if passed is None:
+                omitted = True
+            else:
+                values.append(passed.value)
+        if omitted or not values:
+            values.insert(0, default)
+        return values
+
+    def _constructions(self, class_name: str) -> list[cst.Call]:
+        if self._calls is None:
+            calls: dict[str, list[cst.Call]] = {}
+
+            class _Calls(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    if isinstance(node.func, cst.Name):
+                        calls.setdefault(node.func.value, []).append(node)
+
+            self.ctx.module.visit(_Calls())
+            self._calls = calls
+        return self._calls.get(class_name, [])
+
+    # functions of this file, by name (for helpers such as ``_make_causal_mask``)
+    def function(self, name: str) -> cst.FunctionDef | None:
+        if self._functions is None:
+            found: dict[str, list[cst.FunctionDef]] = {}
+
+            class _Functions(cst.CSTVisitor):
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                    found.setdefault(node.name.value, []).append(node)
+
+            self.ctx.module.visit(_Functions())
+            self._functions = {k: v[0] for k, v in found.items() if len(v) == 1}
+        return self._functions.get(name)
+
+
+def _self_assignments(function: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression]]:
+    results: list[tuple[str, cst.BaseExpression]] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                    results.append((t.attr.value, node.value))
+
+    function.visit(_Visitor())
+    return iter(results)
+
+
+_FACTS: "weakref.WeakKeyDictionary[FileContext, NumericsFacts]" = weakref.WeakKeyDictionary()
+
+
+def facts(ctx: "FileContext") -> NumericsFacts:
+    found = _FACTS.get(ctx)
+    if found is None:
+        found = NumericsFacts(ctx)
+        _FACTS[ctx] = found
+    return found
+
+
+# -- numbers ----------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Number:
+    value: float
+    node: cst.CSTNode  # where the number is written (the literal, or the constant's definition)
+    literal: bool  # written at the use site (a fix may replace it)
+
+    def where(self, ctx: "FileContext") -> str:
+        return f"line {ctx.position(self.node).start.line}"
+
+
+INF_NAMES = ("math.inf", "torch.inf", "numpy.inf", "numpy.Inf", "numpy.PINF")
+NAN_NAMES = ("math.nan", "torch.nan", "numpy.nan", "numpy.NaN")
+
+
+def number(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Number | None:
+    """The number ``expr`` stands for, following constant names a few steps; else None."""
+    value = _evaluate(ctx, expr, depth)
+    if value is None:
+        return None
+    literal = _is_literal_expression(expr)
+    return Number(value[0], value[1] if not literal else expr, literal)
+
+
+def _is_literal_expression(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_literal_expression(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_literal_expression(expr.left) and _is_literal_expression(expr.right)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int"):
+        return len(expr.args) == 1 and (
+            _is_literal_expression(expr.args[0].value) or isinstance(expr.args[0].value, cst.SimpleString)
+        )
+    return False
+
+
+def _evaluate(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> tuple[float, cst.CSTNode] | None:
+    if depth > 6:
+        return None
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        try:
+            return float(expr.evaluated_value), expr
+        except (OverflowError, ValueError):
+            return None
+    if isinstance(expr, cst.UnaryOperation):
+        inner = _evaluate(ctx, expr.expression, depth + 1)
+        if inner is None:
+            return None
+        if isinstance(expr.operator, cst.Minus):
+            return -inner[0], inner[1]
+        if isinstance(expr.operator, cst.Plus):
+            return inner
+        return None
+    if isinstance(expr, cst.BinaryOperation):
+        left = _evaluate(ctx, expr.left, depth + 1)
+        right = _evaluate(ctx, expr.right, depth + 1)
+        if left is None or right is None:
+            return None
+        try:
+            result = _binary(expr.operator, left[0], right[0])
+        except (OverflowError, ZeroDivisionError, ValueError):
+            return None
+        return (result, expr) if result is not None else None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int"):
+        if len(expr.args) != 1 or expr.args[0].keyword is not None:
+            return None
+        inner_expr = expr.args[0].value
+        if isinstance(inner_expr, cst.SimpleString):
+            text = inner_expr.evaluated_value
+            try:
+                return float(text), expr
+            except (TypeError, ValueError):
+                return None
+        inner = _evaluate(ctx, inner_expr, depth + 1)
+        return (inner[0], expr) if inner is not None else None
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        if ctx.names.matches(expr, *INF_NAMES):
+            return math.inf, expr
+        if ctx.names.matches(expr, *NAN_NAMES):
+            return math.nan, expr
+        candidates: list[cst.BaseExpression]
+        if isinstance(expr, cst.Name):
+            candidates = [value for value, _ in facts(ctx).reaching(expr)]
+        else:
+            candidates = facts(ctx).class_attribute(expr)
+        values = [_evaluate(ctx, c, depth + 1) for c in candidates]
+        if values and all(v is not None for v in values):
+            numbers = {v[0] for v in values if v is not None}
+            if len(numbers) == 1:
+                return values[0]
+        return None
+    return None
+
+
+def _binary(operator: cst.BaseBinaryOp, a: float, b: float) -> float | None:
+    if isinstance(operator, cst.Add):
+        return a + b
+    if isinstance(operator, cst.Subtract):
+        return a - b
+    if isinstance(operator, cst.Multiply):
+        return a * b
+    if isinstance(operator, cst.Divide):
+        return a / b
+    if isinstance(operator, cst.Power):
+        if abs(b) > 4096:
+            return None
+        return float(a) ** b
+    return None
+
+
+def overflows_fp16(value: float) -> bool:
+    return math.isfinite(value) and abs(value) > FP16_MAX
+
+
+def vanishes_in_fp16(value: float) -> bool:
+    return 0 < value < FP16_TINIEST
+
+
+def format_number(value: float) -> str:
+    if value == int(value) and abs(value) < 1e6:
+        return str(int(value))
+    return f"{value:g}"

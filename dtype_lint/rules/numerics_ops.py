@@ -1,0 +1,453 @@
+"""Ops that are numerically fragile in low precision: DTL503 lowp-sensitive-op, DTL505
+lowp-accumulation, DTL508 factory-default-dtype."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_facts import (
+    BF16,
+    FP16,
+    FP32,
+    argument,
+    autocast_enabled_at,
+    call_shape,
+    explain,
+    facts,
+    has_keyword,
+    is_simple_reference,
+    number,
+)
+
+# op -> (dtypes it is fragile in, why). float16 fails by range (max 65504); bfloat16 has
+# float32's range but 8 bits of mantissa, which only running reductions make visible.
+SENSITIVE = {
+    "exp": ((FP16,), "exp overflows float16 above 11.09"),
+    "expm1": ((FP16,), "expm1 overflows float16 above 11.09"),
+    "pow": ((FP16,), "squares overflow float16 above 256"),
+    "square": ((FP16,), "squares overflow float16 above 256"),
+    "var": ((FP16,), "a variance above 65504 (|x| > 256) is inf in float16"),
+    "std": ((FP16,), "the variance overflows float16 for |x| > 256"),
+    "var_mean": ((FP16,), "a variance above 65504 is inf in float16"),
+    "std_mean": ((FP16,), "the variance overflows float16 for |x| > 256"),
+    "norm": ((FP16,), "a norm above 65504 is inf in float16"),
+    "vector_norm": ((FP16,), "a norm above 65504 is inf in float16"),
+    "softmax": ((FP16,), "float16 probabilities keep 3 significant digits and underflow below 6e-8"),
+    "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
+    "log": ((FP16,), "log of float16 underflowed values is -inf"),
+    "sum": ((FP16,), "a sum above 65504 is inf in float16"),
+    "prod": ((FP16,), "products overflow float16 quickly"),
+    "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
+    "cumprod": ((FP16, BF16), "running products overflow or lose precision"),
+    "rsqrt": ((FP16,), "rsqrt of a float16 value below 6e-8 (underflowed to 0) is inf"),
+}
+# Accepted spellings: torch.X, torch.linalg.X, torch.nn.functional.X and methods.
+QUALIFIED_PREFIXES = ("torch.", "torch.linalg.", "torch.nn.functional.", "torch.special.")
+
+
+def _qualified_ok(qualified: str | None, name: str) -> bool:
+    if qualified is None:
+        return True
+    return any(qualified == prefix + name for prefix in QUALIFIED_PREFIXES)
+
+
+class LowpSensitiveOp(Rule):
+    """## What it does
+    Flags `exp`, `pow`/`**`, `var`/`std`, `norm`, `softmax`/`log_softmax`, `log`, `sum`,
+    `prod`, `cumsum`/`cumprod` and `rsqrt` applied, outside an enabled autocast region, to a
+    tensor the dtype flow knows is float16 (for `cumsum`/`cumprod` also bfloat16): custom norms
+    written as `x.pow(2).mean(-1)`, losses written with `exp`/`log`, manual softmax. Ops given
+    `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))`, and powers below 2 are
+    not flagged. The message names the tensor's dtype and where it was set.
+
+    ## Why is this bad?
+    CUDA autocast runs exactly these ops in float32 because float16's range ends at 65504:
+    `exp(12)`, `300 ** 2` and the variance of activations above 256 are `inf` in float16, and
+    the `inf` becomes NaN in the next normalisation (huggingface/transformers#5651). A model cast
+    with `.half()` (or loaded in float16) and run without autocast gets none of that protection.
+    bfloat16 keeps float32's range but not its mantissa: a cumulative sum of 5000 ones is 4992.
+
+    ## Example
+    ```python
+    model = RMSNormModel().half()
+    hidden = hidden.half()
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    ```
+
+    ## Use instead
+    ```python
+    variance = hidden.float().pow(2).mean(-1, keepdim=True)
+    hidden = (hidden.float() * torch.rsqrt(variance + eps)).to(hidden.dtype)
+    ```
+
+    ## Fix safety
+    No fix: where to cast back to the low-precision dtype depends on the code around the op.
+    Confidence is medium when the tensor is float16 on every path and low when only some paths
+    make it float16, because the overflow depends on the values at run time.
+    """
+
+    code = "DTL503"
+    name = "lowp-sensitive-op"
+    summary = "Overflow-prone op (exp, pow, var, norm, softmax, sum...) on a float16 tensor outside autocast"
+    triggers = tuple(SENSITIVE) + ("**",)
+    valid = (
+        # float32 on purpose before the sensitive ops.
+        "import torch\nx = torch.randn(4, 64, dtype=torch.float16)\nvariance = x.float().pow(2).mean(-1, keepdim=True)\n",
+        # inside autocast CUDA runs softmax in float32.
+        "import torch\nx = torch.randn(4, 64, dtype=torch.float16)\nwith torch.autocast('cuda', dtype=torch.float16):\n"
+        "    p = torch.softmax(x, dim=-1)\n",
+        # bfloat16 has float32's range; exp is fine.
+        "import torch\nx = torch.randn(4, 64, dtype=torch.bfloat16)\ny = torch.exp(x)\n",
+        # an upcasting softmax, and a max-shifted exp.
+        "import torch\nx = torch.randn(4, 64).half()\np = x.softmax(-1, dtype=torch.float32)\ne = torch.exp(x - x.amax(-1, keepdim=True))\n",
+    )
+    invalid = (
+        Invalid("import torch\nh = torch.randn(4, 64).half()\nvariance = h.pow(2).mean(-1, keepdim=True)\n"),
+        Invalid("import torch\nlogits = torch.randn(4, 10, dtype=torch.float16)\nz = torch.exp(logits)\n"),
+        Invalid("import torch\nmask = torch.ones(2, 5000, dtype=torch.bfloat16)\npos = mask.cumsum(-1)\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None or shape.name not in SENSITIVE or not _qualified_ok(shape.qualified, shape.name):
+            return
+        if has_keyword(node, "dtype"):
+            return
+        tensor = shape.receiver if shape.receiver is not None else (node.args[0].value if node.args else None)
+        if tensor is None:
+            return
+        if shape.name == "pow":
+            exponent = argument(node, "exponent", 0 if shape.receiver is not None else 1)
+            if exponent is None or not self._big_exponent(exponent.value):
+                return
+        if shape.name == "exp" and _is_max_shifted(self.ctx, tensor):
+            return
+        self._check(node, tensor, shape.name, self.ctx.code_for(node.func).strip())
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Power) and self._big_exponent(node.right):
+            self._check(node, node.left, "pow", "**")
+
+    def _big_exponent(self, expr: cst.BaseExpression) -> bool:
+        found = number(self.ctx, expr)
+        return found is not None and found.value >= 2
+
+    def _check(self, node: cst.CSTNode, tensor: cst.BaseExpression, op: str, spelled: str) -> None:
+        risky, why = SENSITIVE[op]
+        value = self.ctx.flow.value_of(tensor)
+        if value is None or value.kind not in ("tensor", "unknown") or not value.dtypes:
+            return
+        if value.only(*risky):
+            confidence = Confidence.MEDIUM
+        elif value.may_be(*risky):
+            confidence = Confidence.LOW
+        else:
+            return
+        if autocast_enabled_at(self.ctx, node):
+            return
+        dtype = next(d for d in risky if value.may_be(d))
+        message = (
+            f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}, "
+            f"outside autocast: {why}; compute it in float32 (`.float()`, or `dtype=torch.float32`)"
+        )
+        self.report(node, message, confidence=confidence)
+
+
+def _is_max_shifted(ctx, tensor: cst.BaseExpression) -> bool:
+    """``x - x.max(-1, keepdim=True).values`` / ``x - amax`` / ``x - logsumexp``: at most 0."""
+    if not isinstance(tensor, cst.BinaryOperation) or not isinstance(tensor.operator, cst.Subtract):
+        return False
+    text = ctx.code_for(tensor.right)
+    return any(word in text for word in ("max(", "amax(", "logsumexp(", ".max"))
+
+
+# -- DTL505 ------------------------------------------------------------------------------------
+def _in_loop(ctx, node: cst.CSTNode) -> bool:
+    loop = ctx.enclosing(node, cst.For, cst.While, cst.FunctionDef)
+    return isinstance(loop, (cst.For, cst.While))
+
+
+class LowpAccumulation(Rule):
+    """## What it does
+    Flags a running sum in a loop, `total += loss` or `total = total + loss`, where the added
+    tensor is float16 or bfloat16 according to the dtype flow (a loss computed by a `.half()`
+    model outside autocast, a bfloat16 metric) and the accumulator is not a float32 tensor (a
+    Python `0`/`0.0` turns into a tensor of the added dtype on the first step). Additions of
+    `.item()` or `.float()` values are float32 or Python floats and are not flagged.
+
+    ## Why is this bad?
+    Once the sum is large, each addend is smaller than half a unit in the last place and
+    vanishes: 10,000 additions of 0.1 give 256 in float16; in bfloat16 a sum stops growing at
+    a few hundred. Logged epoch losses, accuracy counters and EMA statistics come out wrong
+    without any error (kvablack/ddpo-pytorch#8).
+
+    ## Example
+    ```python
+    total_loss = 0.0
+    for batch in loader:
+        loss = criterion(model(batch["x"]), batch["y"])  # float16 model, no autocast
+        total_loss += loss.detach()
+    ```
+
+    ## Use instead
+    ```python
+        total_loss += loss.detach().float()   # or loss.item()
+    ```
+
+    ## Fix safety
+    Unsafe: it appends `.float()` to the added value, so the accumulator becomes a float32
+    tensor; code that relied on its low-precision dtype (rare for a sum) changes. Medium
+    confidence when the addend is low precision on every path, low otherwise.
+    """
+
+    code = "DTL505"
+    name = "lowp-accumulation"
+    summary = "Running sum of float16/bfloat16 tensors in a loop"
+    fix_safety = Safety.UNSAFE
+    triggers = ("+=", "+ ")
+    valid = (
+        "import torch\nlosses = [torch.rand((), dtype=torch.float16) for _ in range(3)]\ntotal = 0.0\n"
+        "for loss in losses:\n    total += loss.item()\n",
+        "import torch\ntotal = torch.zeros((), dtype=torch.float32)\nfor _ in range(10):\n"
+        "    loss = torch.rand((), dtype=torch.float16)\n    total += loss\n",
+        # not in a loop
+        "import torch\nloss = torch.rand((), dtype=torch.bfloat16)\ntotal = 0.0\ntotal += loss\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\ntotal = 0.0\nfor _ in range(10):\n    loss = torch.rand((), dtype=torch.float16)\n    total += loss\n",
+            fixed="import torch\ntotal = 0.0\nfor _ in range(10):\n    loss = torch.rand((), dtype=torch.float16)\n    total += loss.float()\n",
+        ),
+        Invalid(
+            "import torch\nrunning = 0\nfor step in range(100):\n    acc = torch.rand(8).bfloat16().mean()\n    running = running + acc\n",
+            fixed="import torch\nrunning = 0\nfor step in range(100):\n    acc = torch.rand(8).bfloat16().mean()\n    running = running + acc.float()\n",
+        ),
+    )
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._check(node, node.target, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.value, cst.BinaryOperation):
+            return
+        target = node.targets[0].target
+        value = node.value
+        if isinstance(value.operator, cst.Add) and _same_reference(target, value.left):
+            self._check(node, value.left, value.right)
+
+    def _check(self, node: cst.CSTNode, target: cst.BaseExpression, added: cst.BaseExpression) -> None:
+        if not isinstance(target, (cst.Name, cst.Attribute)) or not _in_loop(self.ctx, node):
+            return
+        value = self.ctx.flow.value_of(added)
+        if value is None or value.kind != "tensor" or not value.dtypes:
+            return
+        if value.only(FP16, BF16):
+            confidence = Confidence.MEDIUM
+        elif value.may_be(FP16, BF16):
+            confidence = Confidence.LOW
+        else:
+            return
+        accumulator = self.ctx.flow.value_of(target)
+        if accumulator is not None and accumulator.kind == "tensor" and accumulator.only(FP32, "fp64"):
+            return
+        dtype = FP16 if value.may_be(FP16) else BF16
+        name = "float16" if dtype == FP16 else "bfloat16"
+        message = (
+            f"`{self.ctx.code_for(target).strip()}` accumulates `{self.ctx.code_for(added).strip()}`, which is "
+            f"{explain(value, dtype)}, in {name}: once the sum is large each addend rounds away; "
+            "add `.float()` (or `.item()`) to the addend"
+        )
+        self.report(node, message, confidence=confidence, fix=self._fix(added))
+
+    def _fix(self, added: cst.BaseExpression) -> Fix:
+        text = self.ctx.code_for(added).strip()
+        simple = isinstance(added, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not added.lpar
+        content = f"{text}.float()" if simple else f"({text}).float()" if not added.lpar else f"{text}.float()"
+        return Fix(Safety.UNSAFE, (self.replace(added, content),), "accumulate in float32")
+
+
+def _same_reference(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    from dtype_lint.facts.names import dotted_name
+
+    left, right = dotted_name(a), dotted_name(b)
+    return left is not None and left == right
+
+
+# -- DTL508 ------------------------------------------------------------------------------------
+FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full", "tensor", "linspace", "logspace", "eye"})
+COMBINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "add", "mul", "sub"})
+
+
+class FactoryDefaultDtype(Rule):
+    """## What it does
+    Flags a tensor factory called without `dtype=` (`torch.zeros`, `ones`, `full`, `empty`,
+    `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) whose float32 result is
+    combined, outside autocast, with a tensor the dtype flow knows is float16 or bfloat16: as an
+    operand of `+ - * /`, or in `torch.cat`/`stack`/`where`, directly or through a local name.
+    0-dim factories (`torch.tensor(1.5)`, `torch.zeros(())`) are not flagged: they do not
+    promote. Inside autocast the promotion is undone by the next autocast op, so it is skipped.
+
+    ## Why is this bad?
+    Factories follow the default dtype (float32), and binary ops and `cat` promote to the wider
+    dtype: `hidden + torch.randn(hidden.shape)` quietly turns a float16 activation into float32.
+    The next float16 layer then raises `mat1 and mat2 must have the same dtype`, or, if
+    everything downstream promotes too, the model silently runs (and stores) in float32.
+
+    ## Example
+    ```python
+    noise = torch.randn(latents.shape, device=latents.device)  # float32
+    latents = latents + sigma * noise                            # latents: float16
+    ```
+
+    ## Use instead
+    ```python
+    noise = torch.randn(latents.shape, device=latents.device, dtype=latents.dtype)
+    ```
+
+    ## Fix safety
+    Unsafe: it adds `dtype=<other>.dtype` to the factory, so the factory's values are drawn or
+    rounded in the low-precision dtype (random streams differ). Offered when the other operand
+    is a plain name or attribute and the factory has arguments.
+    """
+
+    code = "DTL508"
+    name = "factory-default-dtype"
+    summary = "Factory without dtype= (float32) combined with a float16/bfloat16 tensor"
+    fix_safety = Safety.UNSAFE
+    triggers = tuple(FACTORIES)
+    valid = (
+        "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\nnoise = torch.randn(4, 8, dtype=h.dtype)\ny = h + noise\n",
+        "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\ny = h * torch.tensor(0.5)\n",
+        "import torch\nh = torch.randn(4, 8)\ny = torch.cat([h, torch.zeros(4, 1)], dim=-1)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nlatents = torch.randn(1, 4, 64, 64).half()\nnoise = torch.randn(latents.shape)\n"
+            "latents = latents + noise\n",
+            fixed="import torch\nlatents = torch.randn(1, 4, 64, 64).half()\nnoise = torch.randn(latents.shape, dtype=latents.dtype)\n"
+            "latents = latents + noise\n",
+        ),
+        Invalid(
+            "import torch\nh = torch.randn(2, 16, dtype=torch.bfloat16)\nh = torch.cat([h, torch.zeros(2, 1)], dim=-1)\n",
+            fixed="import torch\nh = torch.randn(2, 16, dtype=torch.bfloat16)\nh = torch.cat([h, torch.zeros(2, 1, dtype=h.dtype)], dim=-1)\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._reported: set[int] = set()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            self._combine(node, [node.left, node.right])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None or shape.qualified is None or shape.name not in COMBINERS:
+            return
+        operands: list[cst.BaseExpression] = []
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
+                continue
+            if isinstance(arg.value, (cst.List, cst.Tuple)):
+                operands.extend(element.value for element in arg.value.elements)
+            else:
+                operands.append(arg.value)
+        if shape.name == "where" and operands:
+            operands = operands[1:]
+        self._combine(node, operands)
+
+    def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
+        factories = [(operand, self._factory(operand)) for operand in operands]
+        if not any(factory is not None for _, factory in factories):
+            return
+        if autocast_enabled_at(self.ctx, node):
+            return
+        for operand, factory in factories:
+            if factory is None or id(factory) in self._reported:
+                continue
+            for other in operands:
+                if other is operand or self._factory(other) is not None:
+                    continue
+                value = self.ctx.flow.value_of(other)
+                if value is None or value.kind != "tensor" or not value.dtypes:
+                    continue
+                if value.only(FP16) or value.only(BF16):
+                    confidence = Confidence.HIGH
+                elif value.may_be(FP16, BF16) and not value.may_be("fp64"):
+                    confidence = Confidence.MEDIUM
+                else:
+                    continue
+                self._reported.add(id(factory))
+                self._report(factory, other, value, node, confidence)
+                break
+
+    def _factory(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """The default-dtype factory call ``expr`` is (or a local name holds), else None."""
+        if isinstance(expr, cst.Name):
+            reaching = facts(self.ctx).reaching(expr)
+            if len(reaching) != 1:
+                return None
+            expr = reaching[0][0]
+        if not isinstance(expr, cst.Call):
+            return None
+        shape = call_shape(self.ctx, expr)
+        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
+            return None
+        if has_keyword(expr, "dtype") or has_keyword(expr, "out") or not expr.args:
+            return None
+        if _zero_dim(expr, shape.name):
+            return None
+        if shape.name == "full":
+            fill = argument(expr, "fill_value", 1)
+            found = number(self.ctx, fill.value) if fill is not None else None
+            if fill is None or found is None or not _is_float_literal(fill.value):
+                return None
+        value = self.ctx.flow.value_of(expr)
+        if value is not None and value.dtypes and not value.only(FP32):
+            return None  # the flow knows better (set_default_dtype, ...)
+        return expr
+
+    def _report(self, factory: cst.Call, other: cst.BaseExpression, value, node, confidence) -> None:
+        name = self.ctx.code_for(factory.func).strip()
+        other_text = self.ctx.code_for(other).strip()
+        dtype = FP16 if value.may_be(FP16) else BF16
+        line = self.ctx.position(node).start.line
+        message = (
+            f"`{name}(...)` has no dtype= and makes float32; it is combined at line {line} with "
+            f"`{other_text}`, which is {explain(value, dtype)}, so the result is promoted to "
+            f"float32; pass `dtype={other_text if is_simple_reference(other) else '<tensor>'}.dtype`"
+        )
+        fix = None
+        if is_simple_reference(other):
+            end = self.ctx.position(factory.args[-1]).end
+            last = factory.args[-1]
+            insert = f", dtype={other_text}.dtype"
+            if last.comma is not cst.MaybeSentinel.DEFAULT and isinstance(last.comma, cst.Comma):
+                end = self.ctx.position(last.value).end
+            fix = Fix(Safety.UNSAFE, (Edit(end.line, end.column + 1, end.line, end.column + 1, insert),), "pass dtype=")
+        self.report(factory, message, confidence=confidence, fix=fix)
+
+
+def _zero_dim(call: cst.Call, name: str) -> bool:
+    first = call.args[0].value if call.args else None
+    if name == "tensor":
+        return not isinstance(first, (cst.List, cst.Tuple, cst.ListComp))
+    if isinstance(first, (cst.Tuple, cst.List)) and not first.elements:
+        return True
+    return False
+
+
+def _is_float_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Float):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_float_literal(expr.expression)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("min", "max", "eps", "tiny"):
+        return True
+    return False

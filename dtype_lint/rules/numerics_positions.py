@@ -1,0 +1,344 @@
+"""DTL506 lowp-integer-positions and DTL507 fp16-on-bf16-pretrained: values that low-precision
+dtypes cannot hold (large integers; bf16-trained activations)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.facts.amp import dtype_literal, literal_string
+from dtype_lint.findings import Confidence
+from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_facts import (
+    BF16,
+    FP16,
+    argument,
+    call_shape,
+    facts,
+    number,
+)
+
+# Largest integer n such that every integer in [0, n] is exact: 2**(mantissa bits + 1).
+EXACT_INTEGERS = {FP16: 2048, BF16: 256}
+LONG = {FP16: "float16", BF16: "bfloat16"}
+CASTS = frozenset({"to", "type", "type_as", "half", "bfloat16"})
+
+
+def _low_dtypes(ctx, expr: cst.BaseExpression | None) -> tuple[frozenset, bool] | None:
+    """The low-precision dtypes ``expr`` (a dtype expression) may name, and whether it is
+    certain; None when it names none (or nothing is known)."""
+    if expr is None:
+        return None
+    literal = dtype_literal(ctx.names, expr)
+    if literal in ("float16", "bfloat16"):
+        return frozenset({FP16 if literal == "float16" else BF16}), True
+    if literal is not None:
+        return None
+    value = ctx.flow.value_of(expr)
+    if value is None or not value.dtypes or not value.may_be(FP16, BF16):
+        return None
+    return frozenset(d for d in value.dtypes if d in (FP16, BF16)), value.only(FP16, BF16)
+
+
+def _arange_bounds(ctx, call: cst.Call) -> tuple[float | None, float | None]:
+    """(start, end) of ``torch.arange`` as numbers when known."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    start = argument(call, "start", None)
+    end = argument(call, "end", None)
+    if len(positional) == 1 and end is None:
+        end, start = positional[0], start
+    elif len(positional) >= 2:
+        start, end = positional[0], positional[1]
+    start_value = number(ctx, start.value) if start is not None else None
+    end_value = number(ctx, end.value) if end is not None else None
+    return (start_value.value if start_value else (0.0 if start is None else None)), (end_value.value if end_value else None)
+
+
+class LowpIntegerPositions(Rule):
+    """## What it does
+    Flags positions built in a low-precision float dtype: `torch.arange(n, dtype=torch.bfloat16)`,
+    `torch.arange(seq_len, dtype=self.inv_freq.dtype)` after the module was cast to bfloat16
+    (the dtype comes from the dtype flow), and arange results cast with `.half()`, `.bfloat16()`,
+    `.to(<low dtype>)` or `.type_as(<low tensor>)`. An `arange` whose bounds are literals small
+    enough to be exact (<= 256 in bfloat16, <= 2048 in float16) is not flagged.
+
+    ## Why is this bad?
+    bfloat16 represents every integer only up to 256 and float16 up to 2048; above that,
+    neighbouring positions collapse (`arange(4090, 4100, dtype=bfloat16)` is ten times 4096.0).
+    Rotary embeddings computed from such positions give many tokens the same angle, and long
+    contexts silently lose position information (huggingface/transformers#29285,
+    EleutherAI/gpt-neox#1016); `inv_freq` computed in bfloat16 is off by up to 0.4 %.
+
+    ## Example
+    ```python
+    t = torch.arange(self.max_seq_len, device=device, dtype=self.inv_freq.dtype)  # bfloat16
+    freqs = torch.outer(t, self.inv_freq)
+    ```
+
+    ## Use instead
+    ```python
+    t = torch.arange(self.max_seq_len, device=device, dtype=torch.float32)
+    freqs = torch.outer(t, self.inv_freq.float())
+    cos, sin = freqs.cos().to(dtype), freqs.sin().to(dtype)
+    ```
+
+    ## Fix safety
+    No fix: positions must stay float32 until the angles' `cos`/`sin` are taken, and where
+    to cast back depends on the code that follows. High confidence when a literal bound is past
+    the exact range, medium when the bound is a run-time length (sequence lengths usually are).
+    """
+
+    code = "DTL506"
+    name = "lowp-integer-positions"
+    summary = "Positions (arange) built in float16/bfloat16 lose integer exactness"
+    triggers = ("arange",)
+    valid = (
+        "import torch\nt = torch.arange(4096, dtype=torch.float32)\n",
+        # small literal range: exact in bfloat16.
+        "import torch\nidx = torch.arange(0, 128, 2, dtype=torch.bfloat16)\n",
+        "import torch\npos = torch.arange(8192)\nemb = pos.float()\n",
+    )
+    invalid = (
+        Invalid("import torch\nt = torch.arange(4090, 4100, dtype=torch.bfloat16)\n"),
+        Invalid(
+            "import torch\ndef rope(seq_len, inv_freq):\n    t = torch.arange(seq_len, dtype=torch.float16)\n"
+            "    return torch.outer(t, inv_freq)\n"
+        ),
+        Invalid("import torch\ndef positions(n):\n    pos = torch.arange(n)\n    return pos.bfloat16()\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None:
+            return
+        if shape.qualified == "torch.arange":
+            dtype = argument(node, "dtype", None)
+            low = _low_dtypes(self.ctx, dtype.value if dtype is not None else None)
+            if low is not None:
+                self._check(node, node, low, f"`dtype={self.ctx.code_for(dtype.value).strip()}`")
+            return
+        if shape.qualified is None and shape.receiver is not None and shape.name in CASTS:
+            arange = self._arange_of(shape.receiver)
+            if arange is None:
+                return
+            low = self._cast_target(node, shape.name)
+            if low is not None:
+                self._check(node, arange, low, f"`.{shape.name}(...)`")
+
+    def _arange_of(self, expr: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(expr, cst.Name):
+            reaching = facts(self.ctx).reaching(expr)
+            if len(reaching) != 1:
+                return None
+            expr = reaching[0][0]
+        if isinstance(expr, cst.Call) and self.ctx.names.matches(expr.func, "torch.arange"):
+            dtype = argument(expr, "dtype", None)
+            if dtype is None or dtype_literal(self.ctx.names, dtype.value) in ("float32", "float64"):
+                return expr
+        return None
+
+    def _cast_target(self, call: cst.Call, method: str) -> tuple[frozenset, bool] | None:
+        if method == "half":
+            return frozenset({FP16}), True
+        if method == "bfloat16":
+            return frozenset({BF16}), True
+        value = self.ctx.flow.value_of(call)
+        if value is not None and value.dtypes and value.may_be(FP16, BF16) and not value.may_be("int"):
+            return frozenset(d for d in value.dtypes if d in (FP16, BF16)), value.only(FP16, BF16)
+        target = argument(call, "dtype", 0)
+        if method in ("to", "type") and target is not None:
+            return _low_dtypes(self.ctx, target.value)
+        return None
+
+    def _check(self, node: cst.Call, arange: cst.Call, low: tuple[frozenset, bool], how: str) -> None:
+        dtypes, certain = low
+        limit = min(EXACT_INTEGERS[d] for d in dtypes)
+        start, end = _arange_bounds(self.ctx, arange)
+        if end is not None and start is not None and max(abs(start), abs(end)) <= limit + 1:
+            return
+        if end is not None:
+            confidence = Confidence.HIGH if certain else Confidence.MEDIUM
+        else:
+            confidence = Confidence.MEDIUM if certain else Confidence.LOW
+        names = " or ".join(LONG[d] for d in (FP16, BF16) if d in dtypes)
+        bound = f"up to {int(end)}" if end is not None else "up to a run-time length"
+        message = (
+            f"positions from `{self.ctx.code_for(arange.func).strip()}(...)` ({bound}) are made {names} by {how}: "
+            f"{names} holds integers exactly only up to {limit}, so larger positions collapse "
+            "(4090..4099 all become 4096 in bfloat16); keep positions in float32/int64 until after cos/sin"
+        )
+        self.report(node, message, confidence=confidence)
+
+
+# -- DTL507 ------------------------------------------------------------------------------------
+# Checkpoint families trained in bfloat16 whose float16 overflow is documented (HF model docs,
+# huggingface/transformers#10956 for T5, the Gemma model card); matched on the repo name.
+DOCUMENTED = ("t5", "flan-t5", "mt5", "byt5", "long-t5", "ul2", "flan-ul2", "t0", "mt0", "madlad", "gemma")
+# Other bfloat16-pretrained families: overflow is possible but not documented per checkpoint.
+BF16_TRAINED = ("llama-3", "meta-llama-3", "mistral", "mixtral", "qwen2", "qwen3", "falcon", "bloom", "phi-3", "deepseek", "olmo")
+LOADERS = frozenset({"from_pretrained"})
+
+
+def _family(model_id: str) -> tuple[str, bool] | None:
+    """(family prefix, documented?) for a hub id such as ``google/flan-t5-large``."""
+    name = model_id.lower().rsplit("/", 1)[-1]
+    for prefix in DOCUMENTED:
+        if name.startswith(prefix) and (prefix != "t0" or name[2:3] in ("", "_", "p", "-")):
+            return prefix, True
+    for prefix in BF16_TRAINED:
+        if name.startswith(prefix):
+            return prefix, False
+    return None
+
+
+class Fp16OnBf16Pretrained(Rule):
+    """## What it does
+    Flags loading or casting to float16 a checkpoint from a family pretrained in bfloat16, when
+    the hub id is a literal of the file (directly or through a variable):
+    `from_pretrained("google/flan-t5-large", torch_dtype=torch.float16)`, `pipeline(...,
+    model="google/gemma-2b", torch_dtype=torch.float16)`, or `.half()` / `.to(torch.float16)`
+    on such a model. Medium confidence for families whose float16 overflow is documented (T5,
+    mT5, Flan-T5, ByT5, UL2, T0, Gemma); low confidence (hidden by default) for other
+    bfloat16-trained families (Llama 3, Mistral, Qwen2, Falcon, BLOOM...), since whether a given
+    checkpoint's activations leave float16's range can only be known from running it.
+
+    ## Why is this bad?
+    Weights trained in bfloat16 produce activations up to float32's range; in float16 anything
+    above 65504 becomes inf, and T5's feed-forward outputs do exactly that, giving NaN losses
+    and empty generations (huggingface/transformers#10956). bfloat16 or float32 run them as
+    trained. The model's `config.json` `torch_dtype` says how it was saved; this rule only sees
+    the name, which is why it never reports high confidence.
+
+    ## Example
+    ```python
+    model = AutoModelForSeq2SeqLM.from_pretrained("google/flan-t5-xl", torch_dtype=torch.float16)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForSeq2SeqLM.from_pretrained("google/flan-t5-xl", torch_dtype=torch.bfloat16)
+    ```
+
+    ## Fix safety
+    No fix: bfloat16 needs hardware support (Ampere or newer); on older GPUs float32 is the
+    answer, which only the user can choose.
+    """
+
+    code = "DTL507"
+    name = "fp16-on-bf16-pretrained"
+    summary = "Checkpoint pretrained in bfloat16 (T5, Gemma...) loaded or cast to float16"
+    triggers = ("from_pretrained", "pipeline")
+    valid = (
+        "import torch\nfrom transformers import AutoModelForSeq2SeqLM\n"
+        "model = AutoModelForSeq2SeqLM.from_pretrained('google/flan-t5-large', torch_dtype=torch.bfloat16)\n",
+        # Llama 2 was released in float16.
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf', torch_dtype=torch.float16)\n",
+        "from transformers import T5ForConditionalGeneration\nmodel = T5ForConditionalGeneration.from_pretrained('t5-base')\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForSeq2SeqLM\nname = 'google/flan-t5-xl'\n"
+            "model = AutoModelForSeq2SeqLM.from_pretrained(name, torch_dtype=torch.float16)\n"
+        ),
+        Invalid(
+            "from transformers import T5ForConditionalGeneration\n"
+            "model = T5ForConditionalGeneration.from_pretrained('t5-large')\nmodel = model.half()\n"
+        ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('meta-llama/Meta-Llama-3-8B', dtype=torch.float16)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None:
+            return
+        if shape.name in LOADERS and shape.receiver is not None:
+            model_id = self._model_id(argument(node, "pretrained_model_name_or_path", 0))
+            self._loaded(node, model_id)
+        elif shape.name == "pipeline" and (shape.qualified or "").startswith("transformers") or (
+            shape.name == "pipeline" and shape.qualified is None and shape.receiver is None
+            and self.ctx.names.matches(node.func, "transformers.pipeline")
+        ):
+            self._loaded(node, self._model_id(argument(node, "model", None)))
+        elif shape.receiver is not None and shape.name in ("half", "to"):
+            self._cast(node, shape)
+
+    def _model_id(self, arg: cst.Arg | None, depth: int = 0) -> tuple[str, cst.CSTNode] | None:
+        if arg is None:
+            return None
+        expr = arg.value
+        if isinstance(expr, cst.Name) and depth < 3:
+            reaching = facts(self.ctx).reaching(expr)
+            if len(reaching) == 1:
+                return self._model_id(cst.Arg(reaching[0][0]), depth + 1)
+            return None
+        text = literal_string(expr)
+        return (text, expr) if text else None
+
+    def _fp16(self, expr: cst.BaseExpression | None) -> bool | None:
+        """True: float16 on every path; False: float16 on some; None: not float16."""
+        if expr is None:
+            return None
+        if isinstance(expr, cst.SimpleString):
+            return True if literal_string(expr) in ("float16", "half") else None
+        literal = dtype_literal(self.ctx.names, expr)
+        if literal is not None:
+            return True if literal == "float16" else None
+        value = self.ctx.flow.value_of(expr)
+        if value is None or not value.may_be(FP16):
+            return None
+        return value.only(FP16)
+
+    def _loaded(self, node: cst.Call, model_id) -> None:
+        if model_id is None:
+            return
+        dtype = argument(node, "torch_dtype", None) or argument(node, "dtype", None)
+        certain = self._fp16(dtype.value if dtype is not None else None)
+        if certain is None:
+            return
+        self._report(node, model_id, certain, f"`{self.ctx.code_for(dtype).strip()}`")
+
+    def _cast(self, node: cst.Call, shape) -> None:
+        if not isinstance(shape.receiver, cst.Name):
+            return
+        if shape.name == "to":
+            target = argument(node, "dtype", None)
+            if target is None:
+                positional = [a for a in node.args if a.keyword is None]
+                target = next((a for a in positional if dtype_literal(self.ctx.names, a.value)), None)
+            certain = self._fp16(target.value if target is not None else None)
+            if certain is None:
+                return
+        else:
+            certain = True
+        reaching = facts(self.ctx).reaching(shape.receiver)
+        if len(reaching) != 1 or not isinstance(reaching[0][0], cst.Call):
+            return
+        loader = reaching[0][0]
+        loader_shape = call_shape(self.ctx, loader)
+        if loader_shape is None or loader_shape.name not in LOADERS:
+            return
+        model_id = self._model_id(argument(loader, "pretrained_model_name_or_path", 0))
+        if model_id is not None:
+            self._report(node, model_id, certain, f"`{self.ctx.code_for(node).strip()}`")
+
+    def _report(self, node: cst.Call, model_id, certain: bool, how: str) -> None:
+        text, _ = model_id
+        family = _family(text)
+        if family is None:
+            return
+        prefix, documented = family
+        confidence = Confidence.MEDIUM if documented and certain else Confidence.LOW
+        reason = (
+            "its activations exceed float16's 65504 and become inf/NaN (documented for this family, "
+            "huggingface/transformers#10956)"
+            if documented
+            else "its activations may exceed float16's 65504"
+        )
+        message = (
+            f"`{text}` ({prefix} family) was pretrained in bfloat16 and is run in float16 by {how}: "
+            f"{reason}; use bfloat16 (or float32)"
+        )
+        self.report(node, message, confidence=confidence)
