@@ -452,3 +452,43 @@ def cell_line(program_lines: list[str], cell: int, line: int) -> str | None:
     if index < len(program_lines) and not _CELL_MARKER_LINE.match(program_lines[index]):
         return program_lines[index]
     return None
+
+
+def fix_notebook(data: bytes, path: str, settings, options):
+    """``dtype-lint fix`` for a notebook: the fixer runs on the program, the fixed cells go back
+    into the JSON (``rebuild``). Returns the fixer's FileFixResult, findings in cell coordinates."""
+    from dtype_lint.engine import check_bytes
+    from dtype_lint.fixer.core import SkippedFix, fix_text
+    from dtype_lint.fixer.files import FileFixResult, unified_diff
+
+    try:
+        raw = data.decode("utf-8-sig")
+        program = load_program(raw)
+    except (UnicodeDecodeError, NotebookError):
+        return FileFixResult(path, remaining=check_bytes(data, path, settings).findings)
+    outcome = fix_text(program.text, path, settings, unsafe=options.unsafe)
+    result = FileFixResult(
+        path,
+        fixed=[program.to_cells(finding) for finding in outcome.fixed],
+        remaining=[program.to_cells(finding) for finding in outcome.remaining],
+        skipped=[SkippedFix(program.to_cells(skip.finding), skip.reason) for skip in outcome.skipped],
+        failure=outcome.failure,
+        internal_errors=list(outcome.internal_errors),
+    )
+    if not outcome.changed:
+        return result
+    try:
+        new_raw = program.rebuild(outcome.text)
+        fixed_program = load_program(new_raw)
+    except NotebookError as error:
+        return FileFixResult(
+            path,
+            remaining=check_bytes(data, path, settings).findings,
+            failure=f"the fixed cells cannot be written back: {error.reason}",
+            internal_errors=result.internal_errors,
+        )
+    result.remaining = [fixed_program.to_cells(finding) for finding in outcome.remaining]
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    result.output = bom + new_raw.encode("utf-8")
+    result.diff = unified_diff(raw, new_raw, path)
+    return result

@@ -1,0 +1,159 @@
+"""Jupyter notebooks: checked as one program, findings at (cell, line), fixes written back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dtype_lint.notebook import is_ipython_line, load_program
+from tests.conftest import run_cli
+
+
+def cell(source, kind: str = "code", **extra) -> dict:
+    data = {"cell_type": kind, "metadata": {}, "source": source}
+    if kind == "code":
+        data.update({"execution_count": None, "outputs": []})
+    data.update(extra)
+    return data
+
+
+def notebook(*cells: dict, metadata: dict | None = None, indent: int = 1) -> str:
+    document = {"cells": list(cells), "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def check(tmp_path: Path, name: str, content: str, *args: str):
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    return run_cli("check", "--no-cache", *args, name, cwd=tmp_path)
+
+
+def json_findings(tmp_path: Path, name: str, content: str) -> list[tuple]:
+    result = check(tmp_path, name, content, "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    return [(f["code"], f.get("cell"), f["line"], f["column"]) for f in json.loads(result.stdout)]
+
+
+OUTPUT = {"output_type": "stream", "name": "stdout", "text": ["step 1 loss 0.25\n"]}
+
+
+def test_findings_point_at_cell_and_line(tmp_path):
+    content = notebook(
+        cell(["# Training\n"], kind="markdown"),
+        cell(["import torch\n"]),
+        cell(["model = torch.nn.Linear(4, 4)\n", "scaler = torch.cuda.amp.GradScaler()"], outputs=[OUTPUT]),
+    )
+    result = check(tmp_path, "train.ipynb", content)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (
+        'train.ipynb:cell 3:2:10: DTL201 [*] `torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler("cuda", ...)`'
+    )
+    assert json_findings(tmp_path, "train.ipynb", content) == [("DTL201", 3, 2, 10)]
+
+
+def test_cells_are_one_program(tmp_path):
+    # The alias is imported in cell 1 and used two cells later: only the whole program shows
+    # that `amp` is torch.cuda.amp.
+    content = notebook(
+        cell("from torch.cuda import amp\nimport torch"),
+        cell("batch = 8"),
+        cell("scaler = amp.GradScaler()"),
+    )
+    assert json_findings(tmp_path, "nb.ipynb", content) == [("DTL201", 3, 1, 10)]
+    alone = notebook(cell("scaler = amp.GradScaler()"))
+    assert json_findings(tmp_path, "alone.ipynb", alone) == []
+
+
+def test_ipython_syntax_is_skipped_safely(tmp_path):
+    content = notebook(
+        cell(["%matplotlib inline\n", "!pip install -q accelerate\n", "import torch\n", "torch.nn.Linear?\n"]),
+        cell(["%%bash\n", "  echo 'not python: torch.cuda.amp.GradScaler()'\n", "ls -la | wc -l"]),
+        cell(["files = !ls *.pt\n", "for f in files:\n", "    %time torch.load(f)\n",
+              "note = '''\n", "%d checkpoints?\n", "'''\n", "s = torch.cuda.amp.GradScaler()"]),
+        cell(["%%time\n", "scaler = torch.cuda.amp.GradScaler()\n"]),
+    )
+    assert json_findings(tmp_path, "nb.ipynb", content) == [("DTL201", 3, 7, 5), ("DTL201", 4, 2, 10)]
+
+
+def test_ipython_line_detection():
+    assert is_ipython_line("%timeit f()") and is_ipython_line("  !ls") and is_ipython_line("model.forward??")
+    assert is_ipython_line("out = %time f()") and is_ipython_line("a, b = !cat x")
+    assert not is_ipython_line("x = y % 3") and not is_ipython_line("print('why?')  # really?")
+    assert not is_ipython_line("d['%s' % k] = 1")
+
+
+def test_broken_notebooks_get_dtl001(tmp_path):
+    for name, content in [
+        ("truncated.ipynb", '{"cells": [\n  {"cell_type": "code",\n'),
+        ("list.ipynb", "[1, 2]"),
+        ("v3.ipynb", json.dumps({"worksheets": [{"cells": []}], "nbformat": 3})),
+    ]:
+        result = check(tmp_path, name, content)
+        assert result.returncode == 1, (name, result.stdout)
+        assert f"{name}:" in result.stdout and "DTL001" in result.stdout, result.stdout
+    result = check(tmp_path, "truncated.ipynb", '{"cells": [\n  {"cell_type": "code",\n')
+    assert result.stdout.startswith("truncated.ipynb:3:1: DTL001 Cannot check this file: not valid notebook JSON")
+
+
+def test_syntax_error_in_a_cell_is_reported_in_that_cell(tmp_path):
+    content = notebook(cell("import torch"), cell("x = 1\ndef broken(:\n    pass"))
+    findings = json_findings(tmp_path, "nb.ipynb", content)
+    assert [(code, cell_no, line) for code, cell_no, line, _ in findings] == [("DTL001", 2, 2)]
+
+
+def test_non_python_notebooks_are_skipped(tmp_path):
+    r_kernel = {"kernelspec": {"name": "ir", "language": "R", "display_name": "R"}}
+    content = notebook(cell("scaler <- torch.cuda.amp.GradScaler()"), metadata=r_kernel)
+    assert json_findings(tmp_path, "analysis.ipynb", content) == []
+
+
+def test_noqa_in_a_cell(tmp_path):
+    content = notebook(cell("import torch\ns = torch.cuda.amp.GradScaler()  # noqa: DTL201"))
+    assert json_findings(tmp_path, "nb.ipynb", content) == []
+
+
+def test_program_round_trip_is_identity():
+    raw = notebook(cell(["%load_ext autoreload\n", "import torch"]), cell("x = 1\n"), cell([]), indent=2)
+    program = load_program(raw)
+    assert program.rebuild(program.text) == raw
+
+
+def test_fix_writes_back_only_the_changed_cell(tmp_path):
+    original = notebook(
+        cell(["# Mixed precision\n", "Ünïcode prose.\n"], kind="markdown"),
+        cell(["%load_ext autoreload\n", "import torch\n"], execution_count=1, outputs=[OUTPUT]),
+        cell(["!nvidia-smi\n", "scaler = torch.cuda.amp.GradScaler()\n", "with torch.cuda.amp.autocast():\n", "    pass"],
+             execution_count=2, outputs=[OUTPUT], metadata={"tags": ["train"]}),
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+        indent=2,  # not nbformat's own layout: it must survive untouched
+    )
+    path = tmp_path / "train.ipynb"
+    path.write_text(original, encoding="utf-8")
+    result = run_cli("fix", "--no-cache", "train.ipynb", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Fixed train.ipynb: 2 × DTL201" in result.stdout
+    fixed = path.read_text(encoding="utf-8")
+    before, after = json.loads(original), json.loads(fixed)
+    assert after["cells"][2]["source"] == [
+        "!nvidia-smi\n", 'scaler = torch.amp.GradScaler("cuda")\n', 'with torch.amp.autocast("cuda"):\n', "    pass",
+    ]
+    after["cells"][2]["source"] = before["cells"][2]["source"]
+    assert after == before  # outputs, metadata, other cells: all as they were
+    changed = [(a, b) for a, b in zip(lines_of(original), lines_of(fixed)) if a != b]
+    assert len(lines_of(original)) == len(lines_of(fixed)) and len(changed) == 2  # byte-for-byte elsewhere
+    assert run_cli("check", "--no-cache", "train.ipynb", cwd=tmp_path).returncode == 0
+    again = run_cli("fix", "--no-cache", "train.ipynb", cwd=tmp_path)
+    assert again.returncode == 0 and path.read_text(encoding="utf-8") == fixed  # idempotent
+
+
+def test_fix_of_a_cell_held_as_one_string_and_on_stdin(tmp_path):
+    original = notebook(cell("import torch\nscaler = torch.cuda.amp.GradScaler()"))
+    (tmp_path / "nb.ipynb").write_text(original)
+    run_cli("fix", "--no-cache", "nb.ipynb", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "nb.ipynb").read_text())
+    assert fixed["cells"][0]["source"] == 'import torch\nscaler = torch.amp.GradScaler("cuda")'
+    piped = run_cli("fix", "--stdin-filename", "nb.ipynb", "-", cwd=tmp_path, stdin=original)
+    assert json.loads(piped.stdout) == fixed
