@@ -1,0 +1,335 @@
+"""The shape of a training script, read from names and structure alone.
+
+Which calls, loops, ``with`` blocks, functions and classes a file has; which loops call
+``backward``; which names hold an autocast context; whether the file uses PEFT adapters, a loss
+scaler or a bf16 capability check. Shared by the autocast, scaler, loading and distributed rules
+(DTL2xx/3xx/6xx/7xx) so each asks a question instead of re-walking the tree. Computed once per
+file, on first use, by ``training_facts(ctx)``.
+
+Everything here is syntactic: where a rule needs the dtype of a value at a point it asks the
+dtype flow (``ctx.flow``) instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from dtype_lint.facts.amp import AUTOCAST, AutocastInfo, autocast_info, dtype_literal, is_grad_scaler
+from dtype_lint.facts.names import dotted_name
+
+DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+LOOPS = (cst.For, cst.While)
+# Whoever calls these handles loss scaling itself (accelerate, Lightning Fabric, DeepSpeed, apex).
+FRAMEWORK_BACKWARD = ("accelerator.backward", "fabric.backward", "engine.backward", "model_engine.backward")
+# Identifiers that show a loss scaler is in play even when its construction is elsewhere
+# (timm's NativeScaler, apex's amp.scale_loss, a trainer's self.scaler set by a base class).
+SCALER_WORDS = re.compile(r"scaler|scale_loss|loss_scale")
+# Identifiers that show the script checks for bf16 support before relying on it.
+BF16_GUARD_WORDS = re.compile(
+    r"(bf16|bfloat16).*(support|availab|capab|require)|(support|availab|capab|require).*(bf16|bfloat16)"
+    r"|get_device_capability|get_device_properties"
+)
+PEFT_CALLS = (
+    "get_peft_model",
+    "prepare_model_for_kbit_training",
+    "prepare_model_for_int8_training",
+    "add_adapter",
+    "LoraConfig",
+    "PeftModel",
+    "inject_adapter_in_model",
+)
+
+
+def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:
+    """``node`` and its descendants in source order; nested defs/classes/lambdas skipped unless asked."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        children = list(current.children)
+        if not into_definitions and current is not node:
+            if isinstance(current, DEFINITIONS):
+                continue
+        stack.extend(reversed(children))
+
+
+def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.Call]:
+    for child in walk(node, into_definitions=into_definitions):
+        if isinstance(child, cst.Call):
+            yield child
+
+
+def call_name(call: cst.Call) -> str:
+    """The last name of what is called: ``backward`` for ``loss.backward()``, ``''`` if none."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+def receiver(call: cst.Call) -> cst.BaseExpression | None:
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def positional(call: cst.Call, index: int) -> cst.BaseExpression | None:
+    plain = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return plain[index] if index < len(plain) else None
+
+
+def is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def is_false(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def string_value(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def target_text(node: cst.BaseExpression) -> str | None:
+    """``model`` / ``self.model`` for a Name or Attribute chain, else None."""
+    return dotted_name(node)
+
+
+def is_backward(call: cst.Call) -> bool:
+    """``loss.backward()``, ``scaler.scale(loss).backward()``, ``torch.autograd.backward(...)``."""
+    if call_name(call) != "backward":
+        return False
+    dotted = dotted_name(call.func) or ""
+    return not any(dotted.endswith(name) for name in FRAMEWORK_BACKWARD)
+
+
+def is_scaled_backward(call: cst.Call) -> bool:
+    """``scaler.scale(loss).backward()``."""
+    inner = receiver(call)
+    return isinstance(inner, cst.Call) and call_name(inner) == "scale"
+
+
+class TrainingFacts:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        names = ctx.names
+        self.calls: list[cst.Call] = []
+        self.loops: list[cst.For | cst.While] = []
+        self.withs: list[cst.With] = []
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        self.classes: dict[str, cst.ClassDef] = {}
+        # Simple assignments ``target = value`` by the target's dotted text, in program order.
+        self.assignments: dict[str, list[tuple[cst.Assign, cst.BaseExpression]]] = {}
+        self.identifiers: set[str] = set()
+        for node in walk(ctx.module, into_definitions=True):
+            if isinstance(node, cst.Call):
+                self.calls.append(node)
+            elif isinstance(node, LOOPS):
+                self.loops.append(node)
+            elif isinstance(node, cst.With):
+                self.withs.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                self.functions.setdefault(node.name.value, []).append(node)
+            elif isinstance(node, cst.ClassDef):
+                self.classes.setdefault(node.name.value, node)
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    text = target_text(target.target)
+                    if text is not None:
+                        self.assignments.setdefault(text, []).append((node, node.value))
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                text = target_text(node.target)
+                if text is not None:
+                    self.assignments.setdefault(text, []).append((node, node.value))
+            if isinstance(node, cst.Name):
+                self.identifiers.add(node.value.lower())
+            elif isinstance(node, cst.Attribute):
+                self.identifiers.add(node.attr.value.lower())
+        self.scalers = [call for call in self.calls if is_grad_scaler(names, call)]
+        self.uses_scaler = bool(self.scalers) or any(SCALER_WORDS.search(i) for i in self.identifiers)
+        self.bf16_guarded = any(BF16_GUARD_WORDS.search(i) for i in self.identifiers)
+        self.uses_peft = names.is_imported("peft") or any(call_name(c) in PEFT_CALLS for c in self.calls) or any(
+            keyword(c, "peft_config") is not None for c in self.calls
+        )
+        self.uses_xla = names.is_imported("torch_xla")
+
+    # -- autocast ---------------------------------------------------------------------------
+    def autocast_of_expression(self, expr: cst.BaseExpression) -> AutocastInfo | None:
+        """The autocast a ``with`` item opens: a call, or a name/attribute assigned one.
+
+        ``ctx = nullcontext() if cpu else torch.autocast("cuda", dtype=ptdtype)`` (nanoGPT) opens
+        an autocast on some runs only: its ``enabled`` is reported as unknown.
+        """
+        info = autocast_info(self.ctx.names, expr)
+        if info is not None:
+            return info
+        text = target_text(expr)
+        if text is None:
+            return None
+        for _, value in reversed(self.assignments.get(text, [])):
+            info = autocast_info(self.ctx.names, value)
+            if info is not None:
+                return info
+            if isinstance(value, cst.IfExp):
+                for branch in (value.body, value.orelse):
+                    info = autocast_info(self.ctx.names, branch)
+                    if info is not None:
+                        return AutocastInfo(info.device, info.dtype, None, info.node)
+        return None
+
+    def autocast_of_with(self, node: cst.With) -> AutocastInfo | None:
+        for item in node.items:
+            info = self.autocast_of_expression(item.item)
+            if info is not None:
+                return info
+        return None
+
+    def autocast_withs(self) -> list[tuple[cst.With, AutocastInfo]]:
+        found = []
+        for node in self.withs:
+            info = self.autocast_of_with(node)
+            if info is not None:
+                found.append((node, info))
+        return found
+
+    def enclosing_autocasts(self, node: cst.CSTNode) -> list[tuple[cst.With, AutocastInfo]]:
+        """The autocast ``with`` blocks around ``node`` in its function, innermost first."""
+        found = []
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(current, DEFINITIONS):
+            if isinstance(current, cst.With):
+                info = self.autocast_of_with(current)
+                if info is not None:
+                    found.append((current, info))
+            current = self.ctx.parent(current)
+        return found
+
+    # -- loops ------------------------------------------------------------------------------
+    def backward_calls(self, node: cst.CSTNode) -> list[cst.Call]:
+        return [call for call in calls_in(node) if is_backward(call)]
+
+    def local_callees(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
+        """Functions and methods of this file called (by simple or ``self.`` name) inside ``node``."""
+        found: list[cst.FunctionDef] = []
+        for call in calls_in(node):
+            func = call.func
+            name = None
+            if isinstance(func, cst.Name):
+                name = func.value
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                name = func.attr.value
+            for definition in self.functions.get(name or "", []):
+                if definition not in found:
+                    found.append(definition)
+        return found
+
+    def enclosing_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(current, DEFINITIONS):
+            if isinstance(current, LOOPS):
+                return current
+            current = self.ctx.parent(current)
+        return None
+
+    # -- values -----------------------------------------------------------------------------
+    def dtype_choices(self, expr: cst.BaseExpression | None, depth: int = 0) -> set[str]:
+        """The literal dtypes ``expr`` may hold, following assignments of a name in this file.
+
+        ``torch.float16 if args.fp16 else torch.float32`` gives both; a dict of dtypes indexed
+        by a config string gives every value; an unknown part yields nothing for that part.
+        """
+        if expr is None or depth > 4:
+            return set()
+        literal = dtype_literal(self.ctx.names, expr)
+        if literal is not None:
+            return {literal}
+        if isinstance(expr, cst.IfExp):
+            return self.dtype_choices(expr.body, depth + 1) | self.dtype_choices(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+            # nanoGPT: ``{'float32': torch.float32, 'bfloat16': torch.bfloat16}[dtype]``; when
+            # the key's string values are known only their entries count.
+            keys = self.string_choices(expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(
+                expr.slice[0].slice, cst.Index
+            ) else set()
+            return {
+                choice
+                for element in expr.value.elements
+                if isinstance(element, cst.DictElement)
+                and (not keys or string_value(element.key) in keys)
+                for choice in self.dtype_choices(element.value, depth + 1)
+            }
+        text = target_text(expr)
+        if text is not None and text in self.assignments:
+            found: set[str] = set()
+            for _, value in self.assignments[text]:
+                found |= self.dtype_choices(value, depth + 1)
+            return found
+        return set()
+
+    def string_choices(self, expr: cst.BaseExpression, depth: int = 0) -> set[str]:
+        """The string literals ``expr`` may hold (empty when any assignment is not one)."""
+        if depth > 4:
+            return set()
+        value = string_value(expr)
+        if value is not None:
+            return {value}
+        if isinstance(expr, cst.Call) and call_name(expr) == "device" and len(expr.args) == 1:
+            return self.string_choices(expr.args[0].value, depth + 1)  # torch.device("cpu")
+        if isinstance(expr, cst.IfExp):
+            body, orelse = self.string_choices(expr.body, depth + 1), self.string_choices(expr.orelse, depth + 1)
+            return body | orelse if body and orelse else set()
+        text = target_text(expr)
+        if text is None or text not in self.assignments:
+            return set()
+        found: set[str] = set()
+        for _, value_node in self.assignments[text]:
+            choices = self.string_choices(value_node, depth + 1)
+            if not choices:
+                return set()
+            found |= choices
+        return found
+
+    def autocast_dtypes(self, info: AutocastInfo) -> tuple[set[str], str]:
+        """The dtypes an autocast may run at, and where that comes from (for messages).
+
+        An explicit ``dtype=`` is followed through assignments (empty set: unknown); without
+        one, the device's default (CUDA float16, CPU bfloat16) applies.
+        """
+        call = info.node
+        argument = None
+        if call is not None and self.ctx.names.matches(call.func, *AUTOCAST):
+            argument = keyword(call, "dtype")
+            if argument is None:
+                argument = positional(call, 1)
+        if argument is not None:
+            choices = self.dtype_choices(argument)
+            literal = dtype_literal(self.ctx.names, argument)
+            source = f"`dtype={self.ctx.code_for(argument)}`"
+            if literal is None and choices:
+                source += f" ({' or '.join(sorted(choices))})"
+            return choices, source
+        default = info.effective_dtype
+        if default is None:
+            return set(), "the framework's setting"
+        return {default}, f"the {info.device.upper()} default"
+
+
+def training_facts(ctx) -> TrainingFacts:
+    facts = getattr(ctx, "_training_facts", None)
+    if facts is None:
+        facts = TrainingFacts(ctx)
+        ctx._training_facts = facts
+    return facts

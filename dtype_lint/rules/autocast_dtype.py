@@ -1,0 +1,673 @@
+"""DTL2xx rules that need to know an autocast region's device and dtype: wrong device, bf16
+without a capability check, losses outside the region, conflicting nested regions, and fp16
+autocast without a loss scaler."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
+from dtype_lint.facts.training import (
+    call_name,
+    calls_in,
+    is_backward,
+    is_scaled_backward,
+    is_true,
+    keyword,
+    positional,
+    string_value,
+    training_facts,
+    walk,
+)
+from dtype_lint.findings import Confidence
+from dtype_lint.rules.base import Invalid, Rule
+
+# What torch.autocast accepts as device_type (torch 2.13: "Expected one of cpu, cuda, ... device").
+AUTOCAST_DEVICES = (
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+)
+# Spellings people reach for that torch rejects, with what they meant.
+WRONG_DEVICES = {"gpu": "cuda", "tpu": "xla"}
+
+
+def _line(ctx, node: cst.CSTNode) -> int:
+    return ctx.position(node).start.line
+
+
+def _describe_autocast(ctx, info: AutocastInfo) -> str:
+    node = info.node
+    return f"`{ctx.code_for(node.func)}(...)` at line {_line(ctx, node)}" if node is not None else "autocast"
+
+
+class AutocastDeviceMismatch(Rule):
+    """## What it does
+    Flags an autocast whose `device_type` is not one torch knows (`"gpu"`, `"CUDA"`), and an
+    autocast for one device in a script that places its model and data only on another
+    (`torch.autocast("cuda")` with `device = torch.device("cpu")` everywhere, or
+    `torch.autocast("cpu")` when everything is moved to `"cuda"`).
+
+    ## Why is this bad?
+    Autocast acts on operations of its own device only. `"gpu"` raises "Expected one of cpu,
+    cuda, ... device string: gpu"; a CUDA autocast without CUDA disables itself with a warning
+    and a CPU autocast around CUDA tensors does nothing: the matmuls silently run in float32.
+
+    ## Example
+    ```python
+    device = torch.device("cpu")
+    model = Net().to(device)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(x.to(device))
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        out = model(x.to(device))
+    ```
+
+    ## Fix safety
+    No fix: whether the device or the autocast is wrong is the author's call.
+    """
+
+    code = "DTL202"
+    name = "autocast-device-mismatch"
+    summary = "Autocast for a device the tensors are not on"
+    triggers = ("autocast",)
+    valid = (
+        "import torch\ndevice = torch.device('cuda')\nmodel.to(device)\nwith torch.autocast('cuda', dtype=torch.float16):\n    out = model(x)\n",
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nwith torch.autocast(device.type):\n    out = model(x)\n",
+        "import torch\nmodel = model.to('cpu')\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    out = model(x)\n",
+    )
+    invalid = (
+        Invalid("import torch\nwith torch.autocast('gpu', dtype=torch.float16):\n    out = model(x)\n"),
+        Invalid(
+            "import torch\ndevice = torch.device('cpu')\nmodel = Net().to(device)\n"
+            "with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    out = model(x.to(device))\n"
+        ),
+        Invalid(
+            "import torch\nmodel = Net().cuda()\nx = x.to('cuda')\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    out = model(x)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = training_facts(self.ctx)
+        info = facts.autocast_of_expression(node)
+        if info is None or info.node is not node or not self.ctx.names.matches(node.func, "torch.autocast", "torch.amp.autocast"):
+            return
+        device_node = keyword(node, "device_type")
+        if device_node is None:
+            device_node = positional(node, 0)
+        device = literal_string(device_node)
+        if device is None:
+            return
+        base = device.split(":")[0]
+        if base not in AUTOCAST_DEVICES:
+            meant = WRONG_DEVICES.get(base.lower()) or (base.lower() if base.lower() in AUTOCAST_DEVICES else None)
+            if meant is not None:
+                self.report(
+                    device_node,
+                    f"autocast device_type {device!r} is not a torch device type (raises \"Expected one of cpu,"
+                    f" cuda, ...\"); use {meant!r}",
+                    confidence=Confidence.HIGH,
+                )
+            return
+        placements = self._placements(facts)
+        if not placements:
+            return
+        if base == "cuda" and set(placements) == {"cpu"}:
+            where = ", ".join(f"line {line}" for line in sorted(placements["cpu"])[:3])
+            self.report(
+                device_node,
+                f"autocast is for 'cuda' but this script places its model and data on 'cpu' only ({where}):"
+                " CUDA autocast disables itself without CUDA and the ops run in float32",
+                confidence=Confidence.MEDIUM,
+            )
+        elif base == "cpu" and set(placements) == {"cuda"}:
+            where = ", ".join(f"line {line}" for line in sorted(placements["cuda"])[:3])
+            self.report(
+                device_node,
+                f"autocast is for 'cpu' but this script places its model and data on 'cuda' only ({where}):"
+                " a CPU autocast leaves CUDA ops in float32",
+                confidence=Confidence.MEDIUM,
+            )
+
+    def _placements(self, facts) -> dict[str, list[int]]:
+        """Device types this file places things on (literal strings, names holding one); {} when
+        the device is chosen at run time anywhere (``is_available()``, ``args.device``)."""
+        cached = getattr(self, "_placements_cache", None)
+        if cached is not None:
+            return cached
+        found: dict[str, list[int]] = {}
+        unsure = False
+        for call in facts.calls:
+            name = call_name(call)
+            if self.ctx.names.matches(call.func, "torch.cuda.is_available"):
+                unsure = True
+                continue
+            if name == "cuda" and isinstance(call.func, cst.Attribute) and not call.args:
+                found.setdefault("cuda", []).append(_line(self.ctx, call))
+                continue
+            candidates = [keyword(call, "device"), keyword(call, "device_map")]
+            is_device = self.ctx.names.matches(call.func, "torch.device") is not None
+            if name == "to" or is_device:
+                candidates.append(positional(call, 0))
+            for expr in candidates:
+                if expr is None:
+                    continue
+                value = string_value(expr)
+                choices = {value} if value is not None else facts.string_choices(expr)
+                bases = {choice.split(":")[0] for choice in choices}
+                if len(bases) == 1 and bases <= {"cpu", "cuda"}:
+                    found.setdefault(next(iter(bases)), []).append(_line(self.ctx, call))
+                elif bases or is_device or expr is not positional(call, 0):
+                    # A run-time device (``args.device``, "auto", a mix): nothing is certain.
+                    unsure = True
+        result = {} if unsure else found
+        self._placements_cache = result
+        return result
+
+
+AUTOCAST_FAILS = 'autocast raises "Current CUDA Device does not support bfloat16"'
+TRAINER_FAILS = "the trainer refuses to start (no bf16 support on this device)"
+LOAD_FAILS = "there are no native bf16 kernels: matmuls are emulated (slow) or fail"
+
+
+class Bf16Unchecked(Rule):
+    """## What it does
+    Flags bfloat16 training or loading on a GPU in a file that never checks the GPU supports it:
+    `torch.autocast("cuda", dtype=torch.bfloat16)` (also via a config string, as in nanoGPT's
+    `dtype = 'bfloat16'`), `TrainingArguments(bf16=True)`, `Accelerator(mixed_precision="bf16")`,
+    Lightning's `precision="bf16-mixed"`, and `from_pretrained(dtype=torch.bfloat16)`. A call to
+    `torch.cuda.is_bf16_supported()` (or transformers' `is_torch_bf16_gpu_available`, accelerate's
+    `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
+    check; TPU scripts (`torch_xla`) and CPU autocast are never flagged.
+
+    ## Why is this bad?
+    bf16 needs an Ampere or newer GPU. On a V100 or T4 CUDA autocast raises "Current CUDA Device
+    does not support bfloat16. Please switch dtype to float16." and `TrainingArguments(bf16=True)`
+    refuses to start (karpathy/nanoGPT#277). Even the check is not a full guarantee: it reports
+    True for emulated bf16 on some devices (pytorch/pytorch#148322), but without it the script
+    has no fp16 fallback at all.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    ```
+
+    ## Use instead
+    ```python
+    amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+    with torch.autocast("cuda", dtype=amp_dtype):
+        loss = model(x, y)
+    ```
+
+    ## Fix safety
+    No fix: the fallback (fp16 with a GradScaler, or fp32) changes how the script trains.
+    """
+
+    code = "DTL203"
+    name = "bf16-unchecked"
+    summary = "bfloat16 on GPU without a capability check"
+    triggers = ("bfloat16", "bf16")
+    valid = (
+        "import torch\ndtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
+        "with torch.autocast('cuda', dtype=dtype):\n    loss = model(x)\n",
+        "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    loss = model(x)\n",
+        "from transformers import TrainingArguments\nfrom transformers.utils import is_torch_bf16_gpu_available\n"
+        "args = TrainingArguments('out', bf16=is_torch_bf16_gpu_available())\n",
+    )
+    invalid = (
+        Invalid("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n"),
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='out', bf16=True)\n"),
+        Invalid(
+            "import torch\ndtype = 'bfloat16'\nptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
+            "ctx = torch.amp.autocast(device_type='cuda', dtype=ptdtype)\nwith ctx:\n    logits, loss = model(X, Y)\n"
+        ),
+        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n"),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = training_facts(self.ctx)
+        if facts.bf16_guarded or facts.uses_xla:
+            return
+        for call in facts.calls:
+            found = self._bf16_site(facts, call)
+            if found is None:
+                continue
+            anchor, what, consequence, confidence = found
+            self.report(
+                anchor,
+                f"{what} but this file never checks `torch.cuda.is_bf16_supported()`: on a pre-Ampere GPU"
+                f" {consequence}; add the check with an fp16 + GradScaler fallback",
+                confidence=confidence,
+            )
+
+    def _bf16_site(self, facts, call: cst.Call):
+        names = self.ctx.names
+        if names.matches(call.func, "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"):
+            info = facts.autocast_of_expression(call)
+            if info is None or info.enabled is False or info.device not in ("cuda", None):
+                return None
+            if info.device is None:
+                # ``device_type=device_type`` where that name is "cuda" on some path (nanoGPT).
+                device = keyword(call, "device_type")
+                if device is None:
+                    device = positional(call, 0)
+                devices = {choice.split(":")[0] for choice in facts.string_choices(device)} if device is not None else set()
+                if "cuda" not in devices:
+                    return None
+            dtypes, source = facts.autocast_dtypes(info)
+            if "bfloat16" not in dtypes:
+                return None
+            confidence = Confidence.MEDIUM if dtypes == {"bfloat16"} else Confidence.LOW
+            return call, f"CUDA autocast runs in bfloat16 ({source})", AUTOCAST_FAILS, confidence
+        name = call_name(call)
+        bf16 = keyword(call, "bf16")
+        if is_true(bf16) and (name.endswith("Arguments") or name.endswith("Config")):
+            return bf16, f"`{name}(bf16=True)` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
+        precision = string_value(keyword(call, "mixed_precision"))
+        if name == "Accelerator" and precision == "bf16":
+            return call, "`Accelerator(mixed_precision=\"bf16\")` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
+        precision = string_value(keyword(call, "precision"))
+        if name in ("Trainer", "Fabric") and precision is not None and precision.startswith("bf16"):
+            return call, f"Lightning `{name}(precision={precision!r})` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
+        if name == "from_pretrained":
+            for key in ("dtype", "torch_dtype"):
+                value = keyword(call, key)
+                if dtype_literal(names, value) == "bfloat16" and self._on_gpu(call):
+                    what = f"`from_pretrained({key}={self.ctx.code_for(value)})` loads the model in bfloat16"
+                    return value, what, LOAD_FAILS, Confidence.MEDIUM
+        return None
+
+    def _on_gpu(self, call: cst.Call) -> bool:
+        """The loaded model is meant for a GPU: a device_map other than "cpu", or CUDA in the file."""
+        device_map = keyword(call, "device_map")
+        if device_map is not None:
+            return string_value(device_map) not in ("cpu",)
+        return "cuda" in self.ctx.text
+
+
+LOSS_FUNCTIONS = re.compile(
+    r"(loss|criterion)|^(cross_entropy|nll_loss|mse_loss|l1_loss|smooth_l1_loss|huber_loss|kl_div"
+    r"|binary_cross_entropy(_with_logits)?|ctc_loss|margin_ranking_loss|cosine_embedding_loss)$",
+    re.IGNORECASE,
+)
+# Methods that keep a tensor's dtype: an autocast output passed through them is still low precision.
+KEEP_DTYPE = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous",
+              "clone", "detach", "narrow", "select", "chunk", "split", "expand"}
+
+
+class LossOutsideAutocast(Rule):
+    """## What it does
+    Flags a loss computed, right after an autocast block, on values the block's forward pass
+    produced: `with autocast(): logits = model(x)` followed by `loss = criterion(logits, y)`.
+    A loss on `logits.float()` is not flagged.
+
+    ## Why is this bad?
+    Autocast runs loss functions in float32 only inside the region (CUDA's fp32 list holds
+    `cross_entropy`, `nll_loss`, `mse_loss`, `softmax`, ...). Outside it the loss gets the
+    region's fp16/bf16 outputs and computes in low precision: softmax and log-sums lose digits or
+    overflow. The autocast docs ask for the forward pass *including the loss* inside the region.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+    ```
+
+    ## Fix safety
+    No fix: moving statements changes which code runs under autocast.
+    """
+
+    code = "DTL205"
+    name = "loss-outside-autocast"
+    summary = "Loss computed on autocast outputs outside the autocast region"
+    triggers = ("autocast",)
+    valid = (
+        "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n    logits = model(x)\n    loss = F.cross_entropy(logits, y)\n",
+        "import torch\nwith torch.autocast('cuda'):\n    logits = model(x)\nloss = criterion(logits.float(), y)\n",
+        "import torch\nwith torch.autocast('cuda', enabled=False):\n    logits = model(x)\nloss = criterion(logits, y)\n",
+    )
+    invalid = (
+        Invalid("import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda', dtype=torch.float16):\n    logits = model(x)\nloss = F.cross_entropy(logits.view(-1, V), y.view(-1))\n"),
+        Invalid("import torch\nfrom torch.cuda.amp import autocast\nwith autocast():\n    out = net(images)\nloss = self.loss_fn(out, labels)\n"),
+    )
+
+    def visit_With(self, node: cst.With) -> None:
+        facts = training_facts(self.ctx)
+        info = facts.autocast_of_with(node)
+        if info is None or info.enabled is False:
+            return
+        produced = self._forward_outputs(node)
+        if not produced:
+            return
+        parent = self.ctx.parent(node)
+        body = getattr(parent, "body", None)
+        if not isinstance(body, (list, tuple)) or node not in body:
+            return
+        dtypes, source = facts.autocast_dtypes(info)
+        low = sorted(dtypes & {"float16", "bfloat16"})
+        if dtypes and not low:
+            return
+        dtype_text = " or ".join(low) if low else "low precision"
+        following = list(body[body.index(node) + 1:body.index(node) + 4])
+        for statement in following:
+            for call in calls_in(statement):
+                if is_backward(call):
+                    return
+                if not LOSS_FUNCTIONS.search(call_name(call)) or call_name(call) == "backward":
+                    continue
+                used = self._uses(call, produced)
+                if used is None:
+                    continue
+                self.report(
+                    call,
+                    f"`{used}` comes out of the autocast block at line {_line(self.ctx, node)} in {dtype_text}"
+                    f" ({source}) and the loss is computed on it outside the block, without autocast's float32"
+                    " loss kernels; compute the loss inside the block (or on `.float()` outputs)",
+                    confidence=Confidence.MEDIUM,
+                )
+                return
+            derived = self._derived_assignment(statement, produced)
+            if derived:
+                produced = produced | derived  # ``shift_logits = lm_logits[..., :-1, :].contiguous()``
+            elif self._reassigns(statement, produced):
+                return
+
+    def _forward_outputs(self, node: cst.With) -> set[str]:
+        """Names bound in the block to the result of a call (a forward pass)."""
+        found: set[str] = set()
+        for child in walk(node.body):
+            if isinstance(child, cst.Assign) and isinstance(child.value, (cst.Call, cst.Subscript, cst.Attribute)):
+                for target in child.targets:
+                    if isinstance(target.target, cst.Tuple):
+                        elements = [element.value for element in target.target.elements]
+                    else:
+                        elements = [target.target]
+                    for value in elements:
+                        if isinstance(value, cst.Name):
+                            found.add(value.value)
+        # A loss already computed inside means the region wraps the forward pass and its loss.
+        for call in calls_in(node.body):
+            if LOSS_FUNCTIONS.search(call_name(call)) and call_name(call) != "backward":
+                return set()
+        return found
+
+    @staticmethod
+    def _base(expr: cst.BaseExpression) -> cst.BaseExpression:
+        """Down through dtype-keeping methods, attributes and subscripts to the base value."""
+        while True:
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in KEEP_DTYPE:
+                expr = expr.func.value
+            elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+                expr = expr.value
+            else:
+                return expr
+
+    def _uses(self, call: cst.Call, produced: set[str]) -> str | None:
+        for arg in call.args:
+            base = self._base(arg.value)
+            if isinstance(base, cst.Name) and base.value in produced:
+                return self.ctx.code_for(arg.value)
+        return None
+
+    def _derived_assignment(self, statement: cst.CSTNode, produced: set[str]) -> set[str]:
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return set()
+        assign = statement.body[0]
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return set()
+        target = assign.targets[0].target
+        base = self._base(assign.value)
+        if isinstance(target, cst.Name) and isinstance(base, cst.Name) and base.value in produced:
+            return {target.value}
+        return set()
+
+    @staticmethod
+    def _reassigns(statement: cst.CSTNode, produced: set[str]) -> bool:
+        for child in walk(statement):
+            if isinstance(child, cst.AssignTarget) and isinstance(child.target, cst.Name) and child.target.value in produced:
+                return True
+        return False
+
+
+class NestedAutocastConflict(Rule):
+    """## What it does
+    Flags an autocast region opened inside another for the same device with a different dtype:
+    `with autocast("cuda", dtype=torch.bfloat16)` inside `with autocast("cuda",
+    dtype=torch.float16)`, also when the inner one is in a function or a module's `forward` called
+    from the outer region. An inner `enabled=False` region (the documented way to force float32)
+    is not a conflict.
+
+    ## Why is this bad?
+    Values computed in the outer region are fp16 and those of the inner one bf16; the ops that
+    do not promote (index_put, scatter, in-place ops, `out=`) then fail with "expected scalar
+    type", and the ops that do promote quietly run at float32 between them. One forward pass
+    should have one autocast dtype.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        h = encoder(x)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = decoder(h)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        h = encoder(x)
+        y = decoder(h)
+    ```
+
+    ## Fix safety
+    No fix: which dtype the whole pass should use is the author's call.
+    """
+
+    code = "DTL206"
+    name = "nested-autocast-conflict"
+    summary = "Nested autocast regions with different dtypes"
+    triggers = ("autocast",)
+    valid = (
+        "import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    h = enc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h.float())\n",
+        "import torch\nwith torch.autocast('cuda'):\n    with torch.autocast('cuda', dtype=torch.float16):\n        y = f(x)\n",
+        "import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    with torch.autocast('cpu', dtype=torch.bfloat16):\n        y = f(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    h = enc(x)\n"
+            "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        y = dec(h)\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Head(nn.Module):\n    def forward(self, x):\n"
+            "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            return self.proj(x)\n"
+            "head = Head()\nwith torch.autocast('cuda'):\n    y = head(x)\n"
+        ),
+    )
+
+    def visit_With(self, node: cst.With) -> None:
+        facts = training_facts(self.ctx)
+        info = facts.autocast_of_with(node)
+        if info is None or info.enabled is False:
+            return
+        outer_dtypes, outer_source = facts.autocast_dtypes(info)
+        if len(outer_dtypes) != 1:
+            return
+        enclosing = facts.enclosing_autocasts(node)
+        if enclosing:
+            outer_with, outer = enclosing[0]
+            self._compare(facts, outer_with, outer, node, info, node)
+        for call in calls_in(node.body):
+            for definition in self._callee_definitions(facts, call):
+                for inner_with in walk(definition.body):
+                    if not isinstance(inner_with, cst.With):
+                        continue
+                    inner = facts.autocast_of_with(inner_with)
+                    if inner is not None and not facts.enclosing_autocasts(inner_with):
+                        self._compare(facts, node, info, inner_with, inner, call)
+
+    def _compare(self, facts, outer_with, outer: AutocastInfo, inner_with, inner: AutocastInfo, anchor) -> None:
+        if outer.enabled is False or inner.enabled is False:
+            return
+        if outer.device is None or inner.device != outer.device:
+            return
+        outer_dtypes, outer_source = facts.autocast_dtypes(outer)
+        inner_dtypes, inner_source = facts.autocast_dtypes(inner)
+        if len(outer_dtypes) != 1 or len(inner_dtypes) != 1 or outer_dtypes == inner_dtypes:
+            return
+        both_on = outer.enabled is True and inner.enabled is True
+        via = "" if anchor is inner_with else f" (called here; the inner region is at line {_line(self.ctx, inner_with)})"
+        self.report(
+            anchor,
+            f"autocast in {next(iter(inner_dtypes))} ({inner_source}){via} runs inside the {next(iter(outer_dtypes))}"
+            f" autocast at line {_line(self.ctx, outer_with)} ({outer_source}): one forward pass mixes fp16 and"
+            " bf16 values; use one dtype (or `enabled=False` for a float32 island)",
+            confidence=Confidence.MEDIUM if both_on else Confidence.LOW,
+        )
+
+    def _callee_definitions(self, facts, call: cst.Call) -> list[cst.FunctionDef]:
+        """Local functions, ``self.`` methods, and the ``forward`` of local module classes a call runs."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if func.value in facts.functions:
+                return facts.functions[func.value]
+            class_name = self._instance_class(facts, func.value)
+            if class_name is not None:
+                return [
+                    d for d in facts.functions.get("forward", [])
+                    if self.ctx.enclosing(d, cst.ClassDef) is facts.classes[class_name]
+                ]
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            return facts.functions.get(func.attr.value, [])
+        return []
+
+    @staticmethod
+    def _instance_class(facts, name: str) -> str | None:
+        """``Head`` when every assignment of ``name`` in the file is ``Head(...)``, a class defined here."""
+        bound = facts.assignments.get(name, [])
+        classes = {
+            value.func.value for _, value in bound if isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        }
+        if len(classes) == 1 and len(bound) == sum(1 for _, v in bound if isinstance(v, cst.Call)):
+            class_name = next(iter(classes))
+            return class_name if class_name in facts.classes else None
+        return None
+
+
+class Fp16AutocastWithoutScaler(Rule):
+    """## What it does
+    Flags a `backward()` in a training step (a loop body, or the function that calls backward)
+    that runs a float16 autocast, explicit (`dtype=torch.float16`) or the CUDA default
+    (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`), in a file with no loss scaler
+    (`GradScaler`, timm's `NativeScaler`, apex `amp.scale_loss`). `accelerator.backward`,
+    Fabric and DeepSpeed engines scale the loss themselves and are not flagged; bf16 needs no
+    scaler.
+
+    ## Why is this bad?
+    fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
+    flush to zero and the model silently stops learning in those weights. GradScaler exists for
+    exactly this; the AMP recipe is autocast *and* a scaler.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        with torch.autocast("cuda"):
+            loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda"):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    No fix: adding a scaler rewrites the step (see DTL305 for the step itself).
+    """
+
+    code = "DTL208"
+    name = "fp16-autocast-without-scaler"
+    summary = "fp16 autocast training without a GradScaler"
+    triggers = ("autocast",)
+    valid = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    with torch.autocast('cuda'):\n"
+        "        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+        "import torch\nfor x, y in loader:\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x, y)\n    loss.backward()\n    opt.step()\n",
+        "import torch\nfor x, y in loader:\n    with accelerator.autocast():\n        loss = model(x, y)\n    accelerator.backward(loss)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfor x, y in loader:\n    with torch.autocast('cuda'):\n        loss = criterion(model(x), y)\n"
+            "    loss.backward()\n    optimizer.step()\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import autocast\ndef train_step(model, batch, opt):\n    with autocast(dtype=torch.float16):\n"
+            "        loss = model(**batch).loss\n    loss.backward()\n    opt.step()\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = training_facts(self.ctx)
+        if facts.uses_scaler or self.ctx.names.is_imported("deepspeed") or self.ctx.names.is_imported("apex"):
+            return
+        for call in facts.calls:
+            if not is_backward(call) or is_scaled_backward(call):
+                continue
+            found = self._fp16_autocast_for(facts, call)
+            if found is None:
+                continue
+            info, source, confidence = found
+            self.report(
+                call,
+                f"`{self.ctx.code_for(call)}` follows a float16 autocast ({_describe_autocast(self.ctx, info)}, {source})"
+                " and no GradScaler scales the loss in this file: fp16 gradients below ~6e-8 flush to zero;"
+                " use `torch.amp.GradScaler`",
+                confidence=confidence,
+            )
+
+    def _fp16_autocast_for(self, facts, backward: cst.Call):
+        candidates: list[AutocastInfo] = [info for _, info in facts.enclosing_autocasts(backward)]
+        scope = facts.enclosing_loop(backward) or self.ctx.enclosing(backward, cst.FunctionDef)
+        if scope is not None:
+            loop = scope
+            for with_node in walk(scope):
+                if isinstance(with_node, cst.With):
+                    info = facts.autocast_of_with(with_node)
+                    if info is not None:
+                        candidates.append(info)
+            for definition in facts.local_callees(loop):
+                for with_node in walk(definition.body):
+                    if isinstance(with_node, cst.With):
+                        info = facts.autocast_of_with(with_node)
+                        if info is not None:
+                            candidates.append(info)
+            candidates.extend(info for _, info in facts.enclosing_autocasts(scope))
+        for info in candidates:
+            if info.enabled is False or info.node is None:
+                continue
+            dtypes, source = facts.autocast_dtypes(info)
+            if "float16" not in dtypes:
+                continue
+            certain = dtypes == {"float16"} and info.enabled is True
+            return info, source, Confidence.HIGH if certain else Confidence.MEDIUM
+        return None
