@@ -1,0 +1,96 @@
+"""The pre-commit hooks, run by real ``pre-commit`` against a throw-away repository.
+
+pre-commit clones this checkout at its current commit (``git rev-parse HEAD``) and installs it
+into a virtual environment of its own, so these tests see committed code only. The environment
+is built once for the module (one ``PRE_COMMIT_HOME``): the first test pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFECT = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+FIXED = 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'
+GIT_ID = ["-c", "user.name=Hook Test", "-c", "user.email=hook@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    result = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def hook_rev() -> str:
+    if not (ROOT / ".git").exists():
+        pytest.skip("this checkout is not a git repository: pre-commit can only clone a commit")
+    rev = _git(ROOT, "rev-parse", "HEAD")
+    has_hooks = subprocess.run(["git", "cat-file", "-e", f"{rev}:.pre-commit-hooks.yaml"], cwd=ROOT, capture_output=True)
+    assert has_hooks.returncode == 0, ".pre-commit-hooks.yaml must be committed for pre-commit to see it"
+    return rev
+
+
+@pytest.fixture(scope="module")
+def precommit_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _project(tmp_path: Path, rev: str, hook_ids: list[str]) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    hooks = "".join(f"      - id: {hook_id}\n" for hook_id in hook_ids)
+    (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {ROOT}\n    rev: {rev}\n    hooks:\n{hooks}")
+    (project / "train.py").write_text(DEFECT)
+    (project / "README.md").write_text("not python\n")
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": DEFECT}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (project / "explore.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    _git(project, "add", ".")
+    return project
+
+
+def _pre_commit(project: Path, home: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", DTYPE_LINT_CACHE_DIR=str(home / "dl-cache"))
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+        cwd=project, capture_output=True, text=True, env=env, timeout=900,
+    )
+
+
+def test_check_hook_fails_on_a_defect_and_passes_once_fixed(tmp_path, hook_rev, precommit_home):
+    project = _project(tmp_path, hook_rev, ["dtype-lint"])
+    failed = _pre_commit(project, precommit_home)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1, output
+    assert "dtype-lint" in output and "Failed" in output
+    assert "train.py:3:10: DTL201" in output
+    assert "explore.ipynb:cell 1:3:10: DTL201" in output  # types_or: jupyter hands notebooks over
+    (project / "train.py").write_text(FIXED)
+    (project / "explore.ipynb").unlink()
+    _git(project, "add", "-A")
+    passed = _pre_commit(project, precommit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout
+
+
+def test_fix_hook_rewrites_and_fails_then_passes(tmp_path, hook_rev, precommit_home):
+    project = _project(tmp_path, hook_rev, ["dtype-lint-fix"])
+    first = _pre_commit(project, precommit_home)
+    assert first.returncode == 1, first.stdout + first.stderr  # --exit-non-zero-on-fix: it changed files
+    assert "files were modified by this hook" in first.stdout
+    assert (project / "train.py").read_text() == FIXED
+    cells = json.loads((project / "explore.ipynb").read_text())["cells"]
+    assert "".join(cells[0]["source"]) == FIXED
+    _git(project, "add", "-A")
+    second = _pre_commit(project, precommit_home)
+    assert second.returncode == 0, second.stdout + second.stderr
