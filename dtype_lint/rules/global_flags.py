@@ -125,7 +125,7 @@ class Tf32LegacyFlags(Rule):
     def _fix(self, node: cst.Assign, target: cst.AssignTarget, qualified: str, new: str | None) -> Fix | None:
         if new is None or len(node.targets) != 1 or not _lone_small_statement(self.ctx, node):
             return None
-        if self.ctx.text.count("allow_tf32") != self._fixable_assignments():
+        if self._legacy_mentions() != self._fixable_assignments():
             return None  # a legacy read or a computed assignment stays: the new API would make it raise
         prefix = self.ctx.code_for(target.target.value)
         lines = [
@@ -135,6 +135,19 @@ class Tf32LegacyFlags(Rule):
         indent = _indent_of(self.ctx, node)
         content = (self.ctx.newline + indent).join(lines)
         return Fix(Safety.SAFE, (self.replace(node, content),), "use fp32_precision")
+
+    def _legacy_mentions(self) -> int:
+        count = 0
+        names = self.ctx.names
+
+        class Counter(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                nonlocal count
+                if node.attr.value == "allow_tf32" and names.matches(node, *LEGACY_TF32):
+                    count += 1
+
+        self.ctx.module.visit(Counter())
+        return count
 
     def _fixable_assignments(self) -> int:
         count = 0
@@ -166,7 +179,8 @@ class GlobalDefaultDtype(Rule):
     `torch.set_default_tensor_type(...)` (`torch.HalfTensor`, `torch.cuda.HalfTensor`,
     `"torch.cuda.BFloat16Tensor"`, and also the fp32 types, whose API is deprecated) in a script or
     a training function. A helper that restores the previous default (it also calls
-    `torch.get_default_dtype()` or sets the default again) is a scoped use and is not flagged.
+    `torch.get_default_dtype()` or sets the default again) is a scoped use: it is not flagged,
+    except that `set_default_tensor_type` is still reported as deprecated.
 
     ## Why is this bad?
     The default dtype is process-wide: every parameter created afterwards (`nn.Linear`,
@@ -266,11 +280,11 @@ class GlobalDefaultDtype(Rule):
         argument = node.args[0].value
         text = literal_string(argument)
         qualified = text if text is not None else self.ctx.names.matches(argument, *TENSOR_TYPES)
-        if qualified not in TENSOR_TYPES or self._scoped(node):
+        if qualified not in TENSOR_TYPES:
             return
         dtype, device = TENSOR_TYPES[qualified]
         device_text = f'`torch.set_default_device("{device}")`' if device else ""
-        if dtype in LOW_PRECISION:
+        if dtype in LOW_PRECISION and not self._scoped(node):
             message = (
                 f"`torch.set_default_tensor_type({self.ctx.code_for(argument)})` makes every tensor and parameter "
                 f"created afterwards {dtype} (and the API is deprecated since torch 2.1): cast the model or use autocast"
@@ -279,7 +293,9 @@ class GlobalDefaultDtype(Rule):
             return
         replacement = f"`torch.set_default_dtype(torch.{dtype})`" + (f" and {device_text}" if device else "")
         message = f"`torch.set_default_tensor_type` is deprecated since torch 2.1: use {replacement}"
-        self.report(node, message, confidence=Confidence.HIGH, fix=self._fix(node, dtype, device))
+        # A scoped half default (set, build, restore) is only deprecated; its fix stays manual.
+        fix = self._fix(node, dtype, device) if dtype not in LOW_PRECISION else None
+        self.report(node, message, confidence=Confidence.HIGH, fix=fix)
 
     def _fix(self, node: cst.Call, dtype: str, device: str | None) -> Fix | None:
         if not isinstance(node.func, cst.Attribute) or not _lone_small_statement(self.ctx, node):

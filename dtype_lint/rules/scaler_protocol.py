@@ -459,8 +459,9 @@ class StepBypassesScaler(_ScalerRule):
         has_update = any(e.kind is Kind.UPDATE and e.scaler == scaler for e in events)
         then_update = "" if has_update else f" then `{scaler}.update()`"
         message = (
-            f"`{optimizer}.step()` applies gradients still scaled by {facts.describe(scaler)} (backward on "
-            f"line {self.line(backward)}) and skips its inf/NaN check: use `{scaler}.step({optimizer})`{then_update}"
+            f"`{optimizer}.step()` bypasses {facts.describe(scaler)}: the gradients of the scaled backward on "
+            f"line {self.line(backward)} are still multiplied by the loss scale and inf/NaN steps are not skipped; "
+            f"use `{scaler}.step({optimizer})`{then_update}"
         )
         fix = None
         if not step.call.args and isinstance(step.statement, cst.SimpleStatementLine):
