@@ -17,8 +17,8 @@ Query API (stable; other rules build on it)::
     value.since("fp16")   # "since line 12 (`model.half()`)"
     value.role       # "param" (from model.parameters()), "grad" (p.grad), "peft" (adapters)
     value.target     # optimizer / params: dotted name of the module ("model", "self.net")
-    value.info       # module: class name; optimizer: OptimizerInfo; scaler: enabled flag;
-                     # autocast: AutocastInfo
+    value.info       # module: class name; optimizer: OptimizerInfo; scaler: ScalerInfo(node,
+                     # enabled); autocast: AutocastInfo
     value.autocast   # tensor produced inside an enabled autocast region: its dtype ("fp16")
 
     ctx.flow.autocast_at(node)        # AutocastInfo of the innermost *enabled* autocast region
@@ -29,7 +29,7 @@ Query API (stable; other rules build on it)::
     ctx.flow.casts_of("model")        # [Cast]: in-place casts of that module, program order
     ctx.flow.module_casts             # [Cast]: every module cast (in place or assigned)
     ctx.flow.optimizers               # [OptimizerInfo]: optimizer constructions
-    ctx.flow.scalers                  # [Value]: GradScaler constructions (info: enabled flag)
+    ctx.flow.scalers                  # [Value]: GradScaler constructions (info: ScalerInfo)
     ctx.flow.summary(function_def)    # FunctionSummary (returns, in-place casts) or None
 
 A value is recorded for an expression node at the point it is evaluated; when the node is
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from dtype_lint.context import FileContext
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Cast:
     """A cast of a module: ``model.half()``, ``model.to(torch.bfloat16)``, ``model = model.float()``."""
 
@@ -77,7 +77,13 @@ class Cast:
     function: cst.FunctionDef | None  # the function the cast is written in (None: module level)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
+class ScalerInfo:
+    node: cst.Call
+    enabled: bool | None  # the literal enabled=, True when omitted, None when run-time
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class OptimizerInfo:
     node: cst.Call
     qualified: str  # "torch.optim.AdamW", or the spelled name when not imported

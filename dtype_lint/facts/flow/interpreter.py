@@ -1,15 +1,1684 @@
-"""The statement-level abstract interpreter that fills a Flow (work in progress)."""
+"""The statement-level abstract interpreter that fills a :class:`~dtype_lint.facts.dtypes.Flow`.
+
+It walks each statement once, in program order, with an environment mapping dotted names
+(``model``, ``self.unet``, ``batch``) to :class:`Value`. Branches run on copies and are joined;
+loops run until the environment stops changing (at most three passes, one when nested deeper
+than two); a call to a function or method defined in the same file runs its body with the
+arguments' values (memoised per distinct arguments, depth-limited). Functions nobody in the file
+calls are run at the end with unknown parameters, so every node of the file gets its values.
+"""
 
 from __future__ import annotations
 
-from dtype_lint.facts.dtypes import Flow
+import dataclasses
+
+import libcst as cst
+
+from dtype_lint.facts import amp
+from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
+from dtype_lint.facts.flow import library as lib
+from dtype_lint.facts.flow.values import (
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LOW,
+    MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
+    Origin, Value, join, make, promote,
+)
+from dtype_lint.facts.names import dotted_name
+
+MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
+MAX_RUNS_PER_FUNCTION = 6  # distinct argument sets interpreted per function
+MAX_LOOP_PASSES = 3
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply, cst.Modulo, cst.FloorDivide)
+
+
+@dataclasses.dataclass
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    is_module: bool
+    bases: list[str]
+    methods: dict[str, cst.FunctionDef] = dataclasses.field(default_factory=dict)
+    attrs: dict[str, Value | None] = dataclasses.field(default_factory=dict)
+    init_done: bool = False
+
+
+@dataclasses.dataclass
+class FunctionInfo:
+    node: cst.FunctionDef
+    cls: ClassInfo | None
+    outer: "Frame"
+    defaults: dict[str, Value | None]
+    autocast: tuple  # AutocastInfo regions its decorators open
+
+
+class Frame:
+    __slots__ = ("env", "function", "cls", "outer", "autocast", "returns", "functions", "classes",
+                 "params", "mutations", "depth", "loop_depth", "info")
+
+    def __init__(self, function=None, cls=None, outer=None, autocast=(), depth=0, info=None) -> None:
+        self.env: dict[str, Value | None] = {}
+        self.function = function
+        self.cls = cls
+        self.outer = outer
+        self.autocast = autocast
+        self.returns: Value | None = None
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.params: dict[str, str | None] = {}  # parameter -> the caller's dotted name of the argument
+        self.mutations: dict[str, Value | None] = {}  # in-place casts of names the caller sees
+        self.depth = depth
+        self.loop_depth = 0
+        self.info = info
+
+
+def _arg(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg
+        elif not arg.star:
+            if position is not None and positional == position:
+                return arg
+            positional += 1
+    return None
+
+
+def _number_kind(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.UnaryOperation):
+        return _number_kind(node.expression)
+    if isinstance(node, cst.Integer):
+        return INT
+    if isinstance(node, cst.Float):
+        return FP32
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return BOOL
+    return None
+
+
+def _literal_kinds(node: cst.BaseExpression, depth: int = 0) -> set[str] | None:
+    """The element kinds of a nested list/tuple literal of numbers (None when not one)."""
+    if depth > 6:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)):
+        kinds: set[str] = set()
+        for element in node.elements:
+            if isinstance(element, cst.StarredElement):
+                return None
+            inner = _literal_kinds(element.value, depth + 1)
+            if inner is None:
+                return None
+            kinds |= inner
+        return kinds
+    kind = _number_kind(node)
+    return {kind} if kind else None
+
+
+def _literal_category(kinds: set[str] | None) -> str | None:
+    if not kinds:
+        return None
+    if FP32 in kinds:
+        return FP32
+    if INT in kinds:
+        return INT
+    return BOOL
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 class Interpreter:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
+        self.names = ctx.names
         self.flow = Flow()
         self.flow._parent = ctx.parent
+        self._values = self.flow._values
+        self._unknown: set[int] = set()
+        self._origins: dict[int, Origin] = {}
+        self._functions: list[FunctionInfo] = []
+        self._runs: dict[int, int] = {}
+        self._memo: dict[tuple, tuple] = {}
+        self._active: list[int] = []
+        self.default_float = FP32
+        self.module_frame = Frame()
 
+    # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
+        self._block(self.ctx.module.body, self.module_frame)
+        index = 0
+        # Functions no one called with known arguments: run them with unknown parameters.
+        while index < len(self._functions):
+            info = self._functions[index]
+            index += 1
+            if id(info.node) not in self._runs:
+                self._run_generic(info)
         return self.flow
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def origin(self, node: cst.CSTNode) -> Origin:
+        found = self._origins.get(id(node))
+        if found is None:
+            found = self._origins[id(node)] = Origin(node, self._describe)
+        return found
+
+    def _describe(self, node: cst.CSTNode) -> tuple[int, str]:
+        line = self.ctx.position(node).start.line
+        text = " ".join(self.ctx.code_for(node).split())
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return line, text
+
+    def _record(self, node: cst.CSTNode, value: Value | None) -> Value | None:
+        key = id(node)
+        old = self._values.get(key)
+        if value is None:
+            if old is not None:
+                self._values[key] = join(old, None)
+            else:
+                self._unknown.add(key)
+            return None
+        if old is not None:
+            self._values[key] = join(old, value)
+        elif key in self._unknown:
+            self._values[key] = join(None, value)
+        else:
+            self._values[key] = value
+        return value
+
+    def _region(self, statement: cst.CSTNode, frame: Frame) -> None:
+        stacks = self.flow._regions.get(id(statement))
+        if stacks is None:
+            self.flow._regions[id(statement)] = (frame.autocast,)
+        elif frame.autocast not in stacks:
+            self.flow._regions[id(statement)] = stacks + (frame.autocast,)
+
+    # -- environment --------------------------------------------------------------------------
+    def lookup(self, key: str, frame: Frame) -> tuple[bool, Value | None]:
+        current: Frame | None = frame
+        while current is not None:
+            if key in current.env:
+                return True, current.env[key]
+            if current.cls is not None and key.startswith("self."):
+                attr = key[5:]
+                if attr in current.cls.attrs and "." not in attr:
+                    value = current.cls.attrs[attr]
+                    if value is not None and current.cls.is_module and value.kind == MODULE:
+                        # A whole-model cast elsewhere changes submodules: their dtype is unknown.
+                        value = value.replace(dtypes=frozenset(), origins=(), partial=False)
+                    return True, value
+                return False, None
+            current = current.outer
+        return False, None
+
+    def assign(self, key: str, value: Value | None, frame: Frame) -> None:
+        env = frame.env
+        prefix = key + "."
+        for existing in [k for k in env if k.startswith(prefix)]:
+            del env[existing]
+        env[key] = value
+
+    def mutate(self, key: str, value: Value | None, frame: Frame) -> None:
+        """An in-place change (``model.half()``) the caller of this frame also sees."""
+        env = frame.env
+        env[key] = value
+        prefix = key + "."
+        if value is not None:
+            for existing in [k for k in env if k.startswith(prefix)]:
+                sub = env[existing]
+                if sub is not None and sub.kind == MODULE:
+                    env[existing] = sub.with_dtypes(value.dtypes, value.origin, partial=value.partial)
+        if frame.function is not None:
+            head = key.split(".", 1)[0]
+            if head in frame.params or head not in frame.env or head == "self":
+                frame.mutations[key] = value
+
+    @staticmethod
+    def join_env(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for key, value in b.items():
+            if key in out:
+                if out[key] is not value:
+                    out[key] = join(out[key], value)
+            else:
+                out[key] = value
+        return out
+
+    # -- statements ---------------------------------------------------------------------------
+    def _block(self, statements, frame: Frame) -> bool:
+        """Run statements; False when the block never falls through (return/raise/...)."""
+        for statement in statements:
+            if not self._statement(statement, frame):
+                return False
+        return True
+
+    def _body(self, suite, frame: Frame) -> bool:
+        if isinstance(suite, cst.IndentedBlock):
+            return self._block(suite.body, frame)
+        if isinstance(suite, cst.SimpleStatementSuite):
+            self._region(suite, frame)
+            for small in suite.body:
+                if not self._small(small, frame):
+                    return False
+        return True
+
+    def _statement(self, node: cst.CSTNode, frame: Frame) -> bool:
+        self._region(node, frame)
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if not self._small(small, frame):
+                    return False
+            return True
+        if isinstance(node, cst.If):
+            return self._if(node, frame)
+        if isinstance(node, (cst.For, cst.While)):
+            self._loop(node, frame)
+            return True
+        if isinstance(node, cst.With):
+            return self._with(node, frame)
+        if isinstance(node, cst.FunctionDef):
+            self._define_function(node, frame)
+            return True
+        if isinstance(node, cst.ClassDef):
+            self._define_class(node, frame)
+            return True
+        if isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
+            return self._try(node, frame)
+        if isinstance(node, cst.Match):
+            self.ev(node.subject, frame)
+            before = frame.env
+            result = dict(before)
+            for case in node.cases:
+                frame.env = dict(before)
+                self._body(case.body, frame)
+                result = self.join_env(result, frame.env)
+            frame.env = result
+            return True
+        return True
+
+    def _small(self, node: cst.CSTNode, frame: Frame) -> bool:
+        if isinstance(node, cst.Expr):
+            self.ev(node.value, frame, statement=True)
+        elif isinstance(node, cst.Assign):
+            value = self.ev(node.value, frame)
+            for target in node.targets:
+                self._bind(target.target, value, frame, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                value = self.ev(node.value, frame)
+                self._bind(node.target, value, frame, node.value)
+        elif isinstance(node, cst.AugAssign):
+            self._aug_assign(node, frame)
+        elif isinstance(node, cst.Return):
+            value = self.ev(node.value, frame) if node.value is not None else None
+            frame.returns = value if frame.info is None else join(frame.returns, value)
+            frame.info = True  # it has returned at least once
+            return False
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self.ev(node.exc, frame)
+            return False
+        elif isinstance(node, (cst.Break, cst.Continue)):
+            return False
+        elif isinstance(node, cst.Assert):
+            self.ev(node.test, frame)
+        elif isinstance(node, cst.Del):
+            key = dotted_name(node.target) if isinstance(node.target, (cst.Name, cst.Attribute)) else None
+            if key:
+                frame.env.pop(key, None)
+        return True
+
+    def _if(self, node: cst.If, frame: Frame) -> bool:
+        self.ev(node.test, frame)
+        before = frame.env
+        frame.env = dict(before)
+        body_falls = self._body(node.body, frame)
+        body_env = frame.env
+        frame.env = dict(before)
+        orelse = node.orelse
+        if isinstance(orelse, cst.If):
+            self._region(orelse, frame)
+            else_falls = self._if(orelse, frame)
+        elif isinstance(orelse, cst.Else):
+            else_falls = self._body(orelse.body, frame)
+        else:
+            else_falls = True
+        else_env = frame.env
+        if body_falls and else_falls:
+            frame.env = self.join_env(body_env, else_env)
+        elif body_falls:
+            frame.env = body_env
+        elif else_falls:
+            frame.env = else_env
+        else:
+            frame.env = self.join_env(body_env, else_env)
+            return False
+        return True
+
+    def _loop(self, node: cst.For | cst.While, frame: Frame) -> None:
+        if isinstance(node, cst.For):
+            iterated = self.ev(node.iter, frame)
+            element = self._element(iterated, node.iter)
+        else:
+            self.ev(node.test, frame)
+            element = None
+        before = frame.env
+        frame.loop_depth += 1
+        passes = MAX_LOOP_PASSES if frame.loop_depth <= 2 else 1
+        start = before
+        end = before
+        for _ in range(passes):
+            frame.env = dict(start)
+            if isinstance(node, cst.For):
+                self._bind(node.target, element, frame, None)
+            self._body(node.body, frame)
+            if isinstance(node, cst.While):
+                self.ev(node.test, frame)
+            new_end = self.join_env(before, frame.env)
+            if new_end == end:
+                end = new_end
+                break
+            end = new_end
+            start = end
+        frame.loop_depth -= 1
+        frame.env = end
+        if node.orelse is not None:
+            self._body(node.orelse.body, frame)
+
+    def _with(self, node: cst.With, frame: Frame) -> bool:
+        pushed = 0
+        saved = frame.autocast
+        for item in node.items:
+            value = self.ev(item.item, frame)
+            if value is not None and value.kind == AUTOCAST and value.info is not None:
+                frame.autocast = frame.autocast + (value.info,)
+                pushed += 1
+            if item.asname is not None:
+                self._bind(item.asname.name, value, frame, item.item)
+        falls = self._body(node.body, frame)
+        frame.autocast = saved
+        return falls
+
+    def _try(self, node, frame: Frame) -> bool:
+        before = dict(frame.env)
+        falls = self._body(node.body, frame)
+        if node.orelse is not None and falls:
+            falls = self._body(node.orelse.body, frame)
+        result = frame.env if falls else None
+        for handler in node.handlers:
+            frame.env = self.join_env(before, frame.env if result is None else result)
+            if handler.type is not None:
+                self.ev(handler.type, frame)
+            if self._body(handler.body, frame):
+                result = frame.env if result is None else self.join_env(result, frame.env)
+        frame.env = result if result is not None else before
+        if node.finalbody is not None:
+            self._body(node.finalbody.body, frame)
+        return result is not None
+
+    def _aug_assign(self, node: cst.AugAssign, frame: Frame) -> None:
+        right = self.ev(node.value, frame)
+        left = self.ev(node.target, frame)
+        key = dotted_name(node.target) if isinstance(node.target, (cst.Name, cst.Attribute)) else None
+        if key is None:
+            return
+        if left is not None and left.kind in (TENSOR, NUMPY):
+            return  # in place: the left keeps its dtype
+        if right is not None and right.kind in (TENSOR, NUMPY):
+            self.assign(key, right, frame)
+        else:
+            self.assign(key, None, frame)
+
+    def _bind(self, target: cst.BaseExpression, value: Value | None, frame: Frame, source) -> None:
+        if isinstance(target, cst.Name):
+            self.assign(target.value, value, frame)
+            self._record(target, value)
+        elif isinstance(target, cst.Attribute):
+            parent = self.ev(target.value, frame)
+            key = dotted_name(target)
+            if key:
+                self.assign(key, value, frame)
+                if frame.function is not None and key.startswith("self."):
+                    frame.mutations[key] = value
+                if (
+                    parent is not None and parent.kind == MODULE and value is not None
+                    and value.kind == MODULE and value.dtypes and parent.dtypes
+                    and value.dtypes != parent.dtypes
+                ):
+                    # A fp32 head added to a half model: the model now holds both dtypes.
+                    parent_key = dotted_name(target.value)
+                    mixed = join(parent, value).replace(partial=True)
+                    if parent_key:
+                        frame.env[parent_key] = mixed
+            self._record(target, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e for e in target.elements]
+            items = value.items if value is not None and value.kind == TUPLE else None
+            for index, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    self._bind(element.value, None, frame, None)
+                    continue
+                item = items[index] if items is not None and index < len(items) else None
+                self._bind(element.value, item, frame, None)
+        elif isinstance(target, cst.Subscript):
+            self.ev(target.value, frame)
+            for element in target.slice:
+                if isinstance(element.slice, cst.Index):
+                    self.ev(element.slice.value, frame)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None, frame, None)
+
+    def _element(self, iterated: Value | None, node: cst.BaseExpression) -> Value | None:
+        """What one iteration of ``for target in node`` binds."""
+        if iterated is None:
+            return None
+        if iterated.kind == PARAMS:
+            param = make(TENSOR, iterated.dtypes, iterated.origin, role="param", target=iterated.target)
+            param = param.replace(partial=iterated.partial, origins=iterated.origins)
+            if iterated.info == "named":
+                return make(TUPLE, items=(None, param))
+            return param
+        if iterated.kind == TUPLE and iterated.items is not None:
+            if iterated.info in ("enumerate", "zip", "items"):
+                return iterated.element
+            joined = None
+            for index, item in enumerate(iterated.items):
+                joined = item if index == 0 else join(joined, item)
+            return joined
+        if iterated.element is not None:
+            return iterated.element
+        return None
+
+    # -- functions and classes -----------------------------------------------------------------
+    def _decorator_autocast(self, node: cst.FunctionDef, frame: Frame) -> tuple:
+        regions = ()
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            info = amp.autocast_info(self.names, expr)
+            if info is None and not isinstance(expr, cst.Call) and self.names.matches(expr, *amp.AUTOCAST):
+                info = amp.AutocastInfo(device=None, dtype=None, enabled=True, node=None)
+            if info is not None:
+                regions = regions + (info,)
+        return regions
+
+    def _define_function(self, node: cst.FunctionDef, frame: Frame, cls: ClassInfo | None = None) -> FunctionInfo:
+        defaults: dict[str, Value | None] = {}
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            if param.default is not None:
+                defaults[param.name.value] = self.ev(param.default, frame)
+        for decorator in node.decorators:
+            self.ev(decorator.decorator, frame)
+        info = FunctionInfo(node, cls, frame, defaults, self._decorator_autocast(node, frame))
+        if cls is None:
+            frame.functions[node.name.value] = info
+            frame.env.pop(node.name.value, None)
+        self._functions.append(info)
+        return info
+
+    def _define_class(self, node: cst.ClassDef, frame: Frame) -> None:
+        bases: list[str] = []
+        is_module = False
+        for base in node.bases:
+            self.ev(base.value, frame)
+            qualified = self.names.qualified_names(base.value)
+            spelled = dotted_name(base.value) or ""
+            bases.append(spelled)
+            known = self._find_class(spelled, frame)
+            if known is not None and known.is_module:
+                is_module = True
+            if any(lib.MODULE_BASES.search(q) for q in qualified) or lib.MODULE_BASES.search(spelled):
+                is_module = True
+        cls = ClassInfo(node, node.name.value, is_module, bases)
+        frame.classes[cls.name] = cls
+        frame.env.pop(cls.name, None)
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        for statement in body:
+            if isinstance(statement, cst.FunctionDef):
+                cls.methods[statement.name.value] = statement
+                self._define_function(statement, frame, cls)
+        # Inherit attributes and methods of user base classes (first base wins, like the MRO).
+        for spelled in bases:
+            base = self._find_class(spelled, frame)
+            if base is not None:
+                for name, method in base.methods.items():
+                    cls.methods.setdefault(name, method)
+
+    def _find_class(self, name: str, frame: Frame) -> ClassInfo | None:
+        current: Frame | None = frame
+        while current is not None:
+            if name in current.classes:
+                return current.classes[name]
+            current = current.outer
+        return self.module_frame.classes.get(name) if frame is not self.module_frame else None
+
+    def _find_function(self, name: str, frame: Frame) -> FunctionInfo | None:
+        current: Frame | None = frame
+        while current is not None:
+            if name in current.functions:
+                return current.functions[name]
+            if name in current.env:
+                return None
+            current = current.outer
+        return None
+
+    def _function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        for info in self._functions:
+            if info.node is node:
+                return info
+        return None
+
+    def _instance(self, cls: ClassInfo, origin: Origin | None) -> Value:
+        if cls.is_module:
+            return make(MODULE, (self.default_float,), origin, info=cls.name)
+        return make(INSTANCE, info=cls.name)
+
+    def _run_generic(self, info: FunctionInfo) -> None:
+        cls = info.cls
+        if cls is not None and info.node.name.value != "__init__" and not cls.init_done:
+            init = cls.methods.get("__init__")
+            init_info = self._function_info(init) if init is not None else None
+            if init_info is not None and id(init_info.node) not in self._runs:
+                self._run_generic(init_info)
+        bound: dict[str, tuple[Value | None, str | None, dict]] = {}
+        params = info.node.params.params
+        if cls is not None and params and not any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in info.node.decorators
+        ):
+            self_value = self._instance(cls, None)
+            if cls.is_module:
+                self_value = self_value.replace(dtypes=frozenset(), origins=())
+            bound[params[0].name.value] = (self_value, None, {})
+        self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
+
+    def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
+        """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""
+        node = info.node
+        positional = [*node.params.posonly_params, *node.params.params]
+        bound: dict[str, tuple] = {}
+        index = 0
+        if self_value is not None and positional:
+            bound[positional[0].name.value] = (self_value, self_key, self._sub_env(self_key, frame))
+            index = 1
+        by_name = {p.name.value: p for p in (*positional, *node.params.kwonly_params)}
+        for arg in call.args:
+            if arg.star:
+                return {}
+            value = self._values.get(id(arg.value))
+            key = dotted_name(arg.value) if isinstance(arg.value, (cst.Name, cst.Attribute)) else None
+            entry = (value, key, self._sub_env(key, frame))
+            if arg.keyword is None:
+                if index < len(positional):
+                    bound[positional[index].name.value] = entry
+                index += 1
+            elif arg.keyword.value in by_name:
+                bound[arg.keyword.value] = entry
+        for name, value in info.defaults.items():
+            bound.setdefault(name, (value, None, {}))
+        return bound
+
+    @staticmethod
+    def _sub_env(key: str | None, frame: Frame) -> dict:
+        if not key:
+            return {}
+        prefix = key + "."
+        found = {}
+        current: Frame | None = frame
+        while current is not None:
+            for k, v in current.env.items():
+                if k.startswith(prefix) and k[len(key):] not in found:
+                    found[k[len(key):]] = v
+            current = current.outer
+        return found
+
+    def _invoke(self, info: FunctionInfo, bound: dict, caller: Frame, autocast: tuple, *, generic: bool = False):
+        """Run a function body with bound parameters; returns (return value, mutations)."""
+        node = info.node
+        key = None
+        if not generic:
+            key = (
+                id(node),
+                tuple(sorted((name, entry[0], tuple(sorted(entry[2].items(), key=lambda kv: kv[0]))) for name, entry in bound.items())),
+                autocast,
+            )
+            try:
+                cached = self._memo.get(key)
+            except TypeError:
+                cached, key = None, None
+            if cached is not None:
+                return cached
+            if (
+                caller.depth >= MAX_DEPTH
+                or id(node) in self._active
+                or self._runs.get(id(node), 0) >= MAX_RUNS_PER_FUNCTION
+            ):
+                return (None, {}, None)
+        self._runs[id(node)] = self._runs.get(id(node), 0) + 1
+        frame = Frame(function=node, cls=info.cls, outer=info.outer, autocast=autocast + info.autocast,
+                      depth=caller.depth + 1)
+        for name, (value, caller_key, sub) in bound.items():
+            frame.env[name] = value
+            frame.params[name] = caller_key
+            for suffix, sub_value in sub.items():
+                frame.env[name + suffix] = sub_value
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            if param.name.value not in frame.env:
+                frame.env[param.name.value] = None
+                frame.params[param.name.value] = None
+        for star in (node.params.star_arg, node.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                frame.env[star.name.value] = None
+        self._active.append(id(node))
+        try:
+            falls = self._body(node.body, frame)
+        finally:
+            self._active.pop()
+        if falls and frame.info is not None:
+            frame.returns = join(frame.returns, None)  # falling off the end returns None
+        summary = self.flow._summaries.get(id(node))
+        if summary is None:
+            summary = self.flow._summaries[id(node)] = FunctionSummary(node)
+        summary.returns = frame.returns if summary.calls == 0 else join(summary.returns, frame.returns)
+        summary.calls += 1
+        if info.cls is not None and node.name.value == "__init__":
+            self._collect_attrs(info.cls, frame)
+        result = (frame.returns, dict(frame.mutations), frame.env.get("self") if info.cls else None)
+        if key is not None:
+            self._memo[key] = result
+        return result
+
+    def _collect_attrs(self, cls: ClassInfo, frame: Frame) -> None:
+        first = not cls.init_done
+        for key, value in frame.env.items():
+            if key.startswith("self.") and "." not in key[5:]:
+                attr = key[5:]
+                cls.attrs[attr] = value if first or attr not in cls.attrs else join(cls.attrs[attr], value)
+        cls.init_done = True
+
+    def _apply_mutations(self, mutations: dict, bound: dict, frame: Frame) -> None:
+        for key, value in mutations.items():
+            head, _, rest = key.partition(".")
+            if head in bound:
+                caller_key = bound[head][1]
+                if not caller_key:
+                    continue
+                target = caller_key + ("." + rest if rest else "")
+            else:
+                target = key
+            self.mutate(target, value, frame)
+
+    def _call_local(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value=None, self_key=None):
+        bound = self._bind_arguments(info, call, frame, self_value, self_key)
+        returns, mutations, _ = self._invoke(info, bound, frame, frame.autocast)
+        self._apply_mutations(mutations, bound, frame)
+        return returns
+
+    def _construct(self, cls: ClassInfo, call: cst.Call, frame: Frame, key: str | None) -> Value:
+        instance = self._instance(cls, self.origin(call))
+        init = cls.methods.get("__init__")
+        info = self._function_info(init) if init is not None else None
+        if info is not None:
+            bound = self._bind_arguments(info, call, frame, instance, None)
+            _, mutations, final_self = self._invoke(info, bound, frame, frame.autocast)
+            if final_self is not None and final_self.kind == MODULE:
+                instance = final_self
+        return instance
+
+    # -- expressions --------------------------------------------------------------------------
+    def ev(self, node: cst.BaseExpression | None, frame: Frame, statement: bool = False) -> Value | None:
+        if node is None:
+            return None
+        value = self._eval(node, frame, statement)
+        return self._record(node, value)
+
+    def _eval(self, node, frame: Frame, statement: bool) -> Value | None:
+        if isinstance(node, cst.Name):
+            return self._name(node, frame)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node, frame)
+        if isinstance(node, cst.Call):
+            return self._call(node, frame, statement)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, frame)
+        if isinstance(node, cst.BinaryOperation):
+            return self._binary(node, frame)
+        if isinstance(node, cst.Comparison):
+            left = self.ev(node.left, frame)
+            tensors = [left] if left is not None and left.kind in (TENSOR, NUMPY) else []
+            for target in node.comparisons:
+                right = self.ev(target.comparator, frame)
+                if right is not None and right.kind in (TENSOR, NUMPY):
+                    tensors.append(right)
+            if tensors and not isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                return make(tensors[0].kind, (BOOL,), self.origin(node))
+            return None
+        if isinstance(node, cst.UnaryOperation):
+            value = self.ev(node.expression, frame)
+            if isinstance(node.operator, cst.Not):
+                return None
+            return value if value is not None and value.kind in (TENSOR, NUMPY) else None
+        if isinstance(node, cst.IfExp):
+            self.ev(node.test, frame)
+            return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
+        if isinstance(node, cst.BooleanOperation):
+            left = self.ev(node.left, frame)
+            right = self.ev(node.right, frame)
+            if left is not None and right is not None and left.kind == right.kind:
+                return join(left, right)
+            return None
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = []
+            for element in node.elements:
+                value = self.ev(element.value, frame)
+                if isinstance(element, cst.StarredElement):
+                    return None
+                items.append(value)
+            return make(TUPLE, items=tuple(items))
+        if isinstance(node, cst.Dict):
+            element = None
+            first = True
+            for item in node.elements:
+                if isinstance(item, cst.DictElement):
+                    self.ev(item.key, frame)
+                    value = self.ev(item.value, frame)
+                    element = value if first else join(element, value)
+                    first = False
+                else:
+                    self.ev(item.value, frame)
+                    element = join(element, None)
+            return make(MAPPING, element=element) if element is not None else None
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension(node, frame)
+        if isinstance(node, cst.NamedExpr):
+            value = self.ev(node.value, frame)
+            self._bind(node.target, value, frame, node.value)
+            return value
+        if isinstance(node, cst.Await):
+            return self.ev(node.expression, frame)
+        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+            if isinstance(node, cst.FormattedString):
+                for part in node.parts:
+                    if isinstance(part, cst.FormattedStringExpression):
+                        self.ev(part.expression, frame)
+            return None
+        if isinstance(node, cst.Lambda):
+            return None
+        if isinstance(node, cst.Set):
+            for element in node.elements:
+                self.ev(element.value, frame)
+            return None
+        if isinstance(node, (cst.Yield,)):
+            if isinstance(node.value, cst.BaseExpression):
+                self.ev(node.value, frame)
+            return None
+        return None
+
+    def _name(self, node: cst.Name, frame: Frame) -> Value | None:
+        name = node.value
+        found, value = self.lookup(name, frame)
+        if found:
+            return value
+        word = self._dtype_constant(node)
+        if word is not None:
+            return make(DTYPE, (word,), self.origin(node))
+        current: Frame | None = frame
+        while current is not None:
+            if name in current.classes:
+                return make(CLASS, info=name)
+            current = current.outer
+        return None
+
+    def _dtype_constant(self, node: cst.BaseExpression) -> str | None:
+        """``torch.float16``, ``T.half``, ``np.float64``, ``torch.HalfTensor``: a dtype or None."""
+        for qualified in self.names.qualified_names(node):
+            module, _, attr = qualified.rpartition(".")
+            if module in ("torch", "numpy", "torch.cuda") and (attr in lib.DTYPE_WORDS or attr in lib.TENSOR_TYPES):
+                if module == "torch" and attr in ("float", "int", "long", "bool", "double", "half", "short") or attr in lib.DTYPE_WORDS:
+                    if module == "numpy" and attr == "float":
+                        continue
+                    return lib.DTYPE_WORDS.get(attr)
+                return lib.TENSOR_TYPES.get(attr)
+        return None
+
+    def _attribute(self, node: cst.Attribute, frame: Frame) -> Value | None:
+        key = dotted_name(node)
+        if key is not None:
+            found, value = self.lookup(key, frame)
+            if found:
+                # Still evaluate the receiver so it is recorded.
+                self.ev(node.value, frame)
+                return value
+            word = self._dtype_constant(node)
+            if word is not None:
+                return make(DTYPE, (word,), self.origin(node))
+        base = self.ev(node.value, frame)
+        if base is None:
+            return None
+        attr = node.attr.value
+        if attr == "dtype" and base.kind in (TENSOR, MODULE, NUMPY, PARAMS):
+            return Value(kind=DTYPE, dtypes=base.dtypes, partial=base.partial, origins=base.origins)
+        if base.kind == TENSOR:
+            if attr in ("data", "T", "mT", "H", "real"):
+                return base
+            if attr == "grad":
+                return base.replace(role="grad", autocast=None)
+            if attr in lib.OUTPUT_FIELDS or attr == "loss":
+                return base.replace(partial=base.partial or attr == "loss", role=None)
+            return None
+        if base.kind == MODULE:
+            if attr in ("module", "_orig_mod"):
+                return base
+            if attr in ("weight", "bias"):
+                return Value(kind=TENSOR, dtypes=base.dtypes, partial=base.partial, origins=base.origins, role="param")
+            attrs = self._class_attrs(base, frame)
+            sub = attrs.get(attr) if attrs is not None else None
+            if sub is not None and sub.kind == MODULE:
+                # A submodule follows its model's whole-model casts.
+                return sub.replace(dtypes=base.dtypes, partial=base.partial, origins=base.origins)
+            return None
+        if base.kind == INSTANCE:
+            attrs = self._class_attrs(base, frame)
+            return attrs.get(attr) if attrs is not None else None
+        if base.kind == BATCH:
+            return self._field(base, attr, node)
+        if base.kind == TUPLE and base.info == "output":
+            return base.element
+        return None
+
+    def _class_attrs(self, value: Value, frame: Frame) -> dict | None:
+        cls = self._find_class(value.info, frame) if isinstance(value.info, str) else None
+        return cls.attrs if cls is not None else None
+
+    def _field(self, batch: Value, name: str | None, node) -> Value | None:
+        if name in lib.TOKEN_FIELDS:
+            return make(TENSOR, (INT,), batch.origin)
+        if name in lib.FLOAT_FIELDS and batch.info == "processor":
+            return batch.element
+        if batch.info == "tokenizer":
+            return make(TENSOR, (INT,), batch.origin)
+        return None
+
+    def _subscript(self, node: cst.Subscript, frame: Frame) -> Value | None:
+        base = self.ev(node.value, frame)
+        index_value = None
+        index_node = None
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                index_node = element.slice.value
+                index_value = self.ev(index_node, frame)
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    self.ev(part, frame)
+        if base is None:
+            return None
+        if base.kind in (TENSOR, NUMPY):
+            return base.replace(role=None) if base.role else base
+        if base.kind == BATCH:
+            return self._field(base, _string(index_node), node)
+        if base.kind == TUPLE and base.items is not None and len(node.slice) == 1 and isinstance(index_node, cst.Integer):
+            position = int(index_node.value)
+            if -len(base.items) <= position < len(base.items):
+                return base.items[position]
+            return None
+        if base.kind == TUPLE and base.info == "output":
+            return base.element
+        if base.kind == MAPPING:
+            return base.element
+        return None
+
+    def _binary(self, node: cst.BinaryOperation, frame: Frame) -> Value | None:
+        left = self.ev(node.left, frame)
+        right = self.ev(node.right, frame)
+        tensor_kinds = (TENSOR, NUMPY)
+        left_t = left is not None and left.kind in tensor_kinds
+        right_t = right is not None and right.kind in tensor_kinds
+        if not isinstance(node.operator, ARITHMETIC) and not isinstance(
+            node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+        ):
+            return None
+        divide = isinstance(node.operator, cst.Divide)
+        if left_t and right_t:
+            if left.kind != right.kind:
+                return None
+            dtypes, partial = promote(left, right)
+            if divide:
+                dtypes = frozenset(self.default_float if d in (INT, BOOL) else d for d in dtypes)
+            origin = left.origin if left.dtypes >= dtypes else right.origin
+            value = make(left.kind, dtypes, origin).replace(partial=partial)
+            return self._keep_origins(value, left, right)
+        tensor, other, other_node = (left, right, node.right) if left_t else (right, left, node.left) if right_t else (None, None, None)
+        if tensor is None:
+            return None
+        scalar = _number_kind(other_node)
+        if tensor.kind == TENSOR and (scalar == FP32 or divide) and tensor.dtypes & {INT, BOOL}:
+            dtypes = frozenset(self.default_float if d in (INT, BOOL) else d for d in tensor.dtypes)
+            return make(TENSOR, dtypes, self.origin(node)).replace(partial=tensor.partial)
+        if other is not None and other.kind not in tensor_kinds and other.dtypes:
+            return None
+        return tensor.replace(role=None) if tensor.role else tensor
+
+    @staticmethod
+    def _keep_origins(value: Value, *sources: Value) -> Value:
+        origins = []
+        for dtype in sorted(value.dtypes):
+            for source in sources:
+                origin = source.origin_of(dtype)
+                if origin is not None:
+                    origins.append((dtype, origin))
+                    break
+        ordered = tuple(sorted(origins, key=lambda pair: ("fp32 fp16 bf16 fp64 int bool".split().index(pair[0]))))
+        return value.replace(origins=ordered)
+
+    def _comprehension(self, node, frame: Frame) -> Value | None:
+        saved = frame.env
+        frame.env = dict(saved)
+        iterated = None
+        for index, clause in enumerate(_for_clauses(node)):
+            value = self.ev(clause.iter, frame)
+            if index == 0:
+                iterated = value
+            self._bind(clause.target, self._element(value, clause.iter), frame, None)
+            for condition in clause.ifs:
+                self.ev(condition.test, frame)
+        if isinstance(node, cst.DictComp):
+            self.ev(node.key, frame)
+            element = self.ev(node.value, frame)
+        else:
+            element = self.ev(node.elt, frame)
+        frame.env = saved
+        if iterated is not None and iterated.kind == PARAMS:
+            if element is not None and element.role == "param":
+                return iterated.replace(info=None)
+            return None
+        if iterated is not None and iterated.kind == BATCH and isinstance(node, cst.DictComp):
+            return iterated
+        if element is not None:
+            return make(TUPLE, element=element, info="comprehension")
+        return None
+
+    # -- calls --------------------------------------------------------------------------------
+    def _call(self, node: cst.Call, frame: Frame, statement: bool) -> Value | None:
+        func = node.func
+        receiver = None
+        callee = None
+        if isinstance(func, cst.Attribute):
+            qualified = self.names.qualified_names(func)
+            if not qualified:
+                callee = self.ev(func, frame)
+                receiver = self._values.get(id(func.value))
+        else:
+            qualified = self.names.qualified_names(func) if isinstance(func, cst.Name) else ()
+            if not qualified:
+                callee = self.ev(func, frame)
+        for arg in node.args:
+            self.ev(arg.value, frame)
+        if qualified:
+            for name in qualified:
+                value = self._library_call(name, node, frame)
+                if value is not NOTHING:
+                    return value
+            return self._generic_torch(qualified, node)
+        if isinstance(func, cst.Attribute):
+            if callee is not None and callee.kind in (MODULE, TOKENIZER):
+                return self._plain_call(func.attr.value, callee, node, frame)
+            return self._method(func, receiver, node, frame, statement)
+        if isinstance(func, cst.Name):
+            return self._plain_call(func.value, callee, node, frame)
+        self.ev(func, frame)
+        return None
+
+    def _argument_value(self, node: cst.Call, keyword: str, position: int | None = None) -> Value | None:
+        arg = _arg(node, keyword, position)
+        return self._values.get(id(arg.value)) if arg is not None else None
+
+    def _dtype_argument(self, node: cst.Call, keyword: str = "dtype", position: int | None = None):
+        """(dtypes, origin node, given): the dtype an argument names; dtypes empty when unknown."""
+        arg = _arg(node, keyword, position)
+        if arg is None:
+            return frozenset(), None, False
+        value = self._values.get(id(arg.value))
+        if value is not None and value.kind == DTYPE:
+            return value.dtypes, value, True
+        text = _string(arg.value)
+        if text is not None and text in lib.DTYPE_WORDS:
+            return frozenset({lib.DTYPE_WORDS[text]}), None, True
+        if text is not None and text.startswith("torch."):
+            word = lib.DTYPE_WORDS.get(text[6:])
+            return (frozenset({word}) if word else frozenset()), None, True
+        return frozenset(), None, True
+
+    def _typed(self, kind: str, node: cst.Call, default: str | None, **fields) -> Value | None:
+        """A new tensor/array/module: ``dtype=`` when given, else ``default``."""
+        dtypes, source, given = self._dtype_argument(node)
+        if given:
+            if not dtypes:
+                return make(kind, **fields)
+            value = make(kind, dtypes, self.origin(node), **fields)
+            return value.replace(partial=True) if source is not None and source.partial else value
+        if default is None:
+            return make(kind, **fields)
+        return make(kind, (default,), self.origin(node), **fields)
+
+    def _library_call(self, qualified: str, node: cst.Call, frame: Frame):
+        module, _, attr = qualified.rpartition(".")
+        if qualified in amp.AUTOCAST:
+            info = amp.autocast_info(self.names, node)
+            if info is not None:
+                return make(AUTOCAST, info=self._refine_autocast(info, node))
+        if qualified in amp.GRAD_SCALER:
+            enabled = _arg(node, "enabled")
+            flag = amp.literal_bool(enabled.value) if enabled is not None else True
+            value = make(SCALER, info=ScalerInfo(node=node, enabled=flag))
+            self.flow.scalers.append(value)
+            return value
+        if module == "torch" or module in ("torch.nn.functional",) or module.startswith("torch.") and module.split(".")[1] in ("special", "linalg", "fft"):
+            return self._torch_function(module, attr, node, frame)
+        if module == "numpy" or module.startswith("numpy."):
+            return self._numpy_function(module, attr, node)
+        if qualified in lib.PASS_THROUGH_CALLS or qualified.endswith("DistributedDataParallel"):
+            return self._first_argument(node)
+        if qualified in lib.PEFT_CALLS:
+            base = self._first_argument(node)
+            return base.replace(role="peft") if base is not None and base.kind == MODULE else make(MODULE, role="peft")
+        if (module == "torch.nn" or module.startswith("torch.nn.modules")) and attr[:1].isupper():
+            if attr == "Parameter":
+                data = self._first_argument(node)
+                if data is not None and data.kind == TENSOR:
+                    return data.replace(role="param", autocast=None)
+                return make(TENSOR, role="param")
+            if lib.LOSS_CLASS.search(attr):
+                return make(MODULE, info=qualified)
+            return self._typed(MODULE, node, self.default_float, info=qualified)
+        if module == "torch.optim" or module.startswith("torch.optim.") or (
+            lib.OPTIMIZER_CLASS.search(attr) and module.startswith(lib.OPTIMIZER_MODULES)
+        ):
+            if attr[:1].isupper() and "lr_scheduler" not in module and "Scheduler" not in attr and "LR" not in attr:
+                return self._optimizer(qualified, node, frame)
+            return None
+        if attr in ("from_pretrained", "from_config", "from_single_file"):
+            return self._from_pretrained(module, node)
+        if qualified in ("timm.create_model",) or module.startswith("torchvision.models"):
+            return self._typed(MODULE, node, self.default_float, info=qualified)
+        if attr[:1].isupper() and module.startswith(("transformers", "diffusers")) and lib.TOKENIZER.search(attr):
+            return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(attr) else "tokenizer")
+        if qualified in ("copy.deepcopy",):
+            return self._first_argument(node)
+        return NOTHING
+
+    def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
+        """Resolve ``dtype=amp_dtype`` through the flow when the literal reader could not."""
+        if info.dtype is None:
+            arg = _arg(node, "dtype", None)
+            if arg is not None:
+                value = self._values.get(id(arg.value))
+                if value is not None and value.kind == DTYPE and value.certain:
+                    from dtype_lint.facts.flow.values import LONG_NAMES
+
+                    return dataclasses.replace(info, dtype=LONG_NAMES[value.dtype])
+        return info
+
+    def _first_argument(self, node: cst.Call) -> Value | None:
+        for arg in node.args:
+            if arg.keyword is None and not arg.star:
+                return self._values.get(id(arg.value))
+        return None
+
+    def _torch_function(self, module: str, attr: str, node: cst.Call, frame: Frame):
+        if module == "torch":
+            if attr in ("set_default_dtype",):
+                value = self._first_argument(node)
+                if value is not None and value.kind == DTYPE and value.certain:
+                    self.default_float = value.dtype
+                return None
+            if attr == "set_default_tensor_type":
+                arg = node.args[0].value if node.args else None
+                word = self._dtype_constant(arg) if arg is not None else None
+                if word is None and isinstance(arg, cst.Attribute):
+                    word = lib.TENSOR_TYPES.get(arg.attr.value)
+                if word is None and arg is not None:
+                    text = _string(arg)
+                    word = lib.TENSOR_TYPES.get(text.rsplit(".", 1)[-1]) if text else None
+                if word in FLOATS:
+                    self.default_float = word
+                return None
+            if attr in lib.TENSOR_TYPES and attr != "Tensor" or attr == "Tensor":
+                return make(TENSOR, (lib.TENSOR_TYPES[attr] if attr != "Tensor" else self.default_float,), self.origin(node))
+            if attr in lib.LIKE_FACTORIES:
+                dtypes, _, given = self._dtype_argument(node)
+                if given:
+                    return self._typed(TENSOR, node, None)
+                like = self._first_argument(node)
+                if attr == "randint_like":
+                    return make(TENSOR, (INT,), self.origin(node))
+                return like.replace(role=None, autocast=None) if like is not None and like.kind == TENSOR else None
+            if attr in lib.TORCH_FLOAT_FACTORIES:
+                return self._typed(TENSOR, node, self.default_float)
+            if attr == "full":
+                fill = _arg(node, "fill_value", 1)
+                kind = _number_kind(fill.value) if fill is not None else None
+                return self._typed(TENSOR, node, self.default_float if kind in (None, FP32) else kind)
+            if attr == "arange":
+                floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
+                return self._typed(TENSOR, node, self.default_float if floats else INT)
+            if attr in lib.TORCH_INT_FACTORIES:
+                return self._typed(TENSOR, node, INT)
+            if attr in ("tensor", "as_tensor", "asarray"):
+                return self._tensor_of_data(node)
+            if attr == "from_numpy":
+                data = self._first_argument(node)
+                if data is not None and data.kind == NUMPY:
+                    return data.replace(kind=TENSOR, role=None)
+                return make(TENSOR)
+            if attr in lib.TORCH_PROMOTING:
+                return self._promote_sequence(node)
+            if attr == "where":
+                values = [self._values.get(id(a.value)) for a in node.args[1:3] if a.keyword is None]
+                tensors = [v for v in values if v is not None and v.kind == TENSOR]
+                if len(tensors) == 2:
+                    dtypes, partial = promote(*tensors)
+                    return self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), *tensors)
+                return tensors[0] if len(tensors) == 1 and len(values) == 2 and all(
+                    _number_kind(a.value) is not None or self._values.get(id(a.value)) is not None for a in node.args[1:3]
+                ) else None
+            if attr in ("get_default_dtype",):
+                return make(DTYPE, (self.default_float,), self.origin(node))
+        if attr in lib.TORCH_BOOL_RESULT:
+            return make(TENSOR, (BOOL,), self.origin(node))
+        if attr in lib.TORCH_INT_RESULT or attr == "one_hot":
+            return make(TENSOR, (INT,), self.origin(node))
+        dtypes, source, given = self._dtype_argument(node)
+        if given and dtypes:
+            return self._typed(TENSOR, node, None)
+        first = self._first_argument(node)
+        if first is not None and first.kind == TENSOR:
+            result = first.replace(role=None)
+            if self._autocast_dtype(frame) and attr in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "einsum"):
+                return self._autocast_result(frame, certain=True)
+            return result
+        return None
+
+    def _tensor_of_data(self, node: cst.Call) -> Value | None:
+        dtypes, _, given = self._dtype_argument(node)
+        if given:
+            return self._typed(TENSOR, node, None)
+        data_arg = _arg(node, "data", 0)
+        if data_arg is None:
+            return None
+        category = _literal_category(_literal_kinds(data_arg.value))
+        if category is not None:
+            return make(TENSOR, (self.default_float if category == FP32 else category,), self.origin(node))
+        data = self._values.get(id(data_arg.value))
+        if data is not None and data.kind in (NUMPY, TENSOR):
+            return data.replace(kind=TENSOR, role=None, autocast=None)
+        return None
+
+    def _promote_sequence(self, node: cst.Call) -> Value | None:
+        sequence = self._first_argument(node)
+        if sequence is None or sequence.kind != TUPLE or not sequence.items:
+            return None
+        result = None
+        for item in sequence.items:
+            if item is None or item.kind != TENSOR or not item.dtypes:
+                return None
+            if result is None:
+                result = item
+            else:
+                dtypes, partial = promote(result, item)
+                result = self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), result, item)
+        return result
+
+    def _numpy_function(self, module: str, attr: str, node: cst.Call):
+        if attr in lib.DTYPE_WORDS and module == "numpy":
+            return make(NUMPY, (lib.DTYPE_WORDS[attr],), self.origin(node))
+        if module in ("numpy", "numpy.random"):
+            if module == "numpy.random" and attr == "default_rng" or attr == "RandomState":
+                return make(NUMPY, info="rng")
+            if attr in lib.NUMPY_INT_FACTORIES:
+                return self._typed(NUMPY, node, INT)
+            if attr in lib.NUMPY_FLOAT_FACTORIES:
+                return self._typed(NUMPY, node, FP64)
+            if attr == "arange":
+                floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
+                return self._typed(NUMPY, node, FP64 if floats else INT)
+            if attr in lib.NUMPY_ARRAY_CONSTRUCTORS:
+                dtypes, _, given = self._dtype_argument(node)
+                if given:
+                    return self._typed(NUMPY, node, None)
+                first = _arg(node, "object", 0)
+                category = _literal_category(_literal_kinds(first.value)) if first is not None else None
+                if category is not None:
+                    return make(NUMPY, (FP64 if category == FP32 else category,), self.origin(node))
+                data = self._values.get(id(first.value)) if first is not None else None
+                if data is not None and data.kind == NUMPY:
+                    return data
+                return None
+            if attr in lib.NUMPY_SAME_FUNCTIONS:
+                first = self._first_argument(node)
+                if first is not None and first.kind == NUMPY:
+                    return first
+                if first is not None and first.kind == TUPLE and first.items and all(
+                    i is not None and i.kind == NUMPY for i in first.items
+                ):
+                    result = first.items[0]
+                    for item in first.items[1:]:
+                        dtypes, partial = promote(result, item)
+                        result = self._keep_origins(make(NUMPY, dtypes).replace(partial=partial), result, item)
+                    return result
+        return None
+
+    def _generic_torch(self, qualified: tuple, node: cst.Call) -> Value | None:
+        return None
+
+    def _optimizer(self, qualified: str, node: cst.Call, frame: Frame) -> Value:
+        params = self._params_in(node)
+        eps = _arg(node, "eps")
+        function = frame.function
+        target = params.target if params is not None else None
+        info = OptimizerInfo(node=node, qualified=qualified, target=target, params=params,
+                             eps=eps.value if eps is not None else None, function=function)
+        self.flow.optimizers.append(info)
+        dtypes = params.dtypes if params is not None else frozenset()
+        origins = params.origins if params is not None else ()
+        return Value(kind=OPTIMIZER, dtypes=dtypes, partial=params.partial if params is not None else False,
+                     origins=origins, target=target, info=info, role=params.role if params is not None else None)
+
+    def _params_in(self, node: cst.Call) -> Value | None:
+        """The PARAMS value among an optimizer's arguments (``model.parameters()``, groups)."""
+        first = _arg(node, "params", 0)
+        if first is None:
+            return None
+        found: list[Value] = []
+        stack = [first.value]
+        while stack and len(found) < 4:
+            current = stack.pop()
+            value = self._values.get(id(current))
+            if value is not None and value.kind == PARAMS:
+                found.append(value)
+                continue
+            if value is not None and value.kind == MODULE:
+                continue
+            stack.extend(reversed([c for c in current.children if isinstance(c, cst.CSTNode)]))
+        if not found:
+            return None
+        result = found[0]
+        for other in found[1:]:
+            result = join(result, other)
+        return result
+
+    def _from_pretrained(self, module: str, node: cst.Call) -> Value | None:
+        owner = module.rsplit(".", 1)[-1]
+        if lib.TOKENIZER.search(owner) or lib.PROCESSOR.search(owner):
+            return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(owner) else "tokenizer")
+        if lib.NOT_A_MODEL.search(owner) and not owner.endswith("Pipeline") or owner == "PeftModel":
+            return None if owner != "PeftModel" else self._first_argument(node)
+        default = FP32 if module.startswith("diffusers") else None
+        for keyword in ("torch_dtype", "dtype"):
+            dtypes, source, given = self._dtype_argument(node, keyword)
+            if given:
+                if not dtypes:
+                    return make(MODULE, info=owner)
+                if source is not None and len(dtypes) > 1:
+                    return Value(kind=MODULE, dtypes=dtypes, partial=source.partial, origins=source.origins, info=owner)
+                return make(MODULE, dtypes, self.origin(node), info=owner)
+        if _arg(node, "load_in_8bit") is not None or _arg(node, "load_in_4bit") is not None or _arg(node, "quantization_config") is not None:
+            return make(MODULE, info=owner, role="quantized")
+        return make(MODULE, (default,) if default else (), self.origin(node) if default else None, info=owner)
+
+    def _autocast_dtype(self, frame: Frame) -> str | None:
+        for info in reversed(frame.autocast):
+            if info.enabled is False:
+                return None
+            return SHORT_NAMES.get(info.effective_dtype or "", "auto")
+        return None
+
+    def _autocast_result(self, frame: Frame, certain: bool, node=None) -> Value:
+        dtype = self._autocast_dtype(frame)
+        if dtype in (FP16, BF16):
+            value = make(TENSOR, (dtype,), self.origin(node) if node is not None else None, autocast=dtype)
+            return value if certain else value.replace(partial=True)
+        return make(TENSOR, autocast=dtype)
+
+    def _module_call(self, module: Value, node: cst.Call, frame: Frame) -> Value | None:
+        info = module.info if isinstance(module.info, str) else ""
+        layer = info.rsplit(".", 1)[-1] if info.startswith("torch.nn") else ""
+        if lib.LOSS_CLASS.search(layer):
+            first = self._first_argument(node)
+            return first.replace(role=None) if first is not None and first.kind == TENSOR else None
+        if self._autocast_dtype(frame):
+            return self._autocast_result(frame, certain=bool(lib.LOWERING_LAYERS.match(layer)), node=node)
+        if layer == "Embedding" or layer.startswith(("Linear", "Conv", "LayerNorm", "BatchNorm", "GroupNorm", "Embedding")):
+            return module.replace(kind=TENSOR, role=None, info=None, target=None)
+        if not module.dtypes:
+            return make(TENSOR)
+        # A whole model may upcast its outputs (HF upcasts logits); a hint, not a certainty.
+        return Value(kind=TENSOR, dtypes=module.dtypes, partial=True, origins=module.origins)
+
+    def _plain_call(self, name: str, callee: Value | None, node: cst.Call, frame: Frame) -> Value | None:
+        if callee is not None:
+            if callee.kind == MODULE:
+                return self._module_call(callee, node, frame)
+            if callee.kind == TOKENIZER:
+                return self._tokenize(callee, node)
+            if callee.kind == CLASS:
+                cls = self._find_class(callee.info, frame)
+                if cls is not None:
+                    return self._construct(cls, node, frame, None)
+            return None
+        info = self._find_function(name, frame)
+        if info is not None:
+            return self._call_local(info, node, frame)
+        cls = self._find_class(name, frame)
+        if cls is not None:
+            return self._construct(cls, node, frame, None)
+        if name in ("list", "tuple", "filter", "iter", "sorted", "reversed"):
+            sequence = self._values.get(id(node.args[-1].value)) if node.args else None
+            return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
+        if name == "next" and node.args:
+            sequence = self._values.get(id(node.args[0].value))
+            if sequence is not None and sequence.kind == PARAMS:
+                return self._element(sequence, node.args[0].value)
+            return None
+        if name in ("enumerate", "zip"):
+            values = [self._values.get(id(a.value)) for a in node.args if a.keyword is None]
+            elements = [self._element(v, a.value) for v, a in zip(values, node.args)]
+            if name == "enumerate":
+                item = make(TUPLE, items=(None, elements[0] if elements else None))
+            else:
+                item = make(TUPLE, items=tuple(elements))
+            return make(TUPLE, items=(), element=item, info=name)
+        if name == "getattr" and len(node.args) >= 2:
+            if self.names.resolve_dotted(dotted_name(node.args[0].value) or "") == ("torch",):
+                text = _string(node.args[1].value)
+                if text is not None:
+                    word = lib.DTYPE_WORDS.get(text)
+                    return make(DTYPE, (word,), self.origin(node)) if word else make(DTYPE)
+                return make(DTYPE)
+            return None
+        if name.endswith("tokenizer") or name.endswith("processor"):
+            return self._tokenize(make(TOKENIZER, info="processor" if name.endswith("processor") else "tokenizer"), node)
+        return None
+
+    def _tokenize(self, tokenizer: Value, node: cst.Call) -> Value:
+        if tokenizer.info == "processor" and (_arg(node, "images") is not None or _arg(node, "audio") is not None):
+            element = make(TENSOR, (self.default_float,), self.origin(node))
+            return make(BATCH, (INT, self.default_float), self.origin(node), info="processor", element=element)
+        return make(BATCH, (INT,), self.origin(node), info="tokenizer")
+
+    def _method(self, func: cst.Attribute, receiver: Value | None, node: cst.Call, frame: Frame, statement: bool):
+        method = func.attr.value
+        key = dotted_name(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
+        if method in ("from_pretrained", "from_config", "from_single_file"):
+            return self._from_pretrained(dotted_name(func.value) or "", node)
+        kind = receiver.kind if receiver is not None else None
+        # Module (or a bare ``x.half()`` statement: only a module cast means anything there).
+        if kind == MODULE or (statement and kind is None and self._is_cast(method, node)):
+            return self._module_method(method, receiver, key, node, frame, statement)
+        if kind == TENSOR:
+            return self._tensor_method(method, receiver, node, frame)
+        if kind == NUMPY:
+            return self._numpy_method(method, receiver, node)
+        if kind == BATCH:
+            if method == "to":
+                dtypes, source, given = self._dtype_argument(node, "dtype", None)
+                positional = [self._values.get(id(a.value)) for a in node.args if a.keyword is None]
+                for value in positional:
+                    if value is not None and value.kind == DTYPE:
+                        dtypes, given = value.dtypes, True
+                if given and receiver.info == "processor":
+                    element = make(TENSOR, dtypes, self.origin(node)) if dtypes else make(TENSOR)
+                    return receiver.replace(element=element)
+                return receiver
+            if method in ("items",):
+                tensor = make(TENSOR, (INT,), receiver.origin) if receiver.info == "tokenizer" else None
+                return make(TUPLE, items=(), element=make(TUPLE, items=(None, tensor)), info="items")
+            if method in ("values",) and receiver.info == "tokenizer":
+                return make(TUPLE, items=(), element=make(TENSOR, (INT,), receiver.origin), info="values")
+            if method == "get":
+                return self._field(receiver, _string(node.args[0].value) if node.args else None, node)
+            return None
+        if kind == TOKENIZER:
+            if method in ("encode", "__call__", "encode_plus", "batch_encode_plus", "apply_chat_template"):
+                if method == "encode" or method == "apply_chat_template":
+                    return make(TENSOR, (INT,), self.origin(node)) if _arg(node, "return_tensors") is not None else None
+                return self._tokenize(receiver, node)
+            return None
+        if kind == OPTIMIZER or kind == SCALER:
+            if kind == SCALER and method == "scale":
+                return self._first_argument(node)
+            return None
+        if kind in (INSTANCE, MODULE) or (kind is None and key == "self" and frame.cls is not None):
+            pass
+        if kind == NUMPY and receiver.info == "rng":
+            return None
+        # Methods of user classes: ``self.helper(x)``, ``trainer.fit()``.
+        class_name = receiver.info if receiver is not None and kind in (INSTANCE,) else None
+        if class_name is None and key == "self" and frame.cls is not None:
+            class_name = frame.cls.name
+        if class_name is not None:
+            cls = self._find_class(class_name, frame)
+            method_node = cls.methods.get(method) if cls is not None else None
+            info = self._function_info(method_node) if method_node is not None else None
+            if info is not None:
+                self_value = receiver if receiver is not None else self._instance(cls, None)
+                return self._call_local(info, node, frame, self_value, key)
+            return None
+        if receiver is not None and receiver.kind == TUPLE and method in ("items", "values"):
+            return None
+        if key is not None and method in ("prepare", "prepare_model") and key.split(".")[-1] in ("accelerator", "fabric"):
+            values = [self._values.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
+            if len(values) == 1:
+                return values[0]
+            return make(TUPLE, items=tuple(values))
+        if key is not None and key.split(".")[-1] in ("accelerator", "fabric") and method in ("unwrap_model", "setup"):
+            return self._first_argument(node)
+        if key is not None and key.split(".")[-1] in ("accelerator",) and method == "autocast":
+            info = amp.autocast_info(self.names, node)
+            return make(AUTOCAST, info=info) if info is not None else None
+        if kind is None and method in lib.CAST_METHODS and not node.args:
+            # Unknown receiver: the result has the cast's dtype; model-like names are modules.
+            if _looks_like_module(func.value):
+                return self._module_method(method, receiver, key, node, frame, statement)
+            return make(TENSOR, (lib.CAST_METHODS[method],), self.origin(node))
+        if kind is None and method in lib.TENSOR_INT_METHODS and not node.args:
+            return make(TENSOR, (lib.TENSOR_INT_METHODS[method],), self.origin(node))
+        if kind is None and method in ("numpy",):
+            return None
+        if kind is None and method == "to":
+            found = self._to_dtypes(node)
+            if found and found[0] and _looks_like_module(func.value):
+                return self._module_method(method, receiver, key, node, frame, statement)
+            if found and found[0]:
+                value = make(TENSOR, found[0], self.origin(node))
+                return value.replace(partial=True) if found[1] is not None and found[1].partial else value
+        if kind is None and method == "astype":
+            dtypes = self._astype_dtypes(node)
+            return make(NUMPY, dtypes, self.origin(node)) if dtypes else None
+        return None
+
+    def _is_cast(self, method: str, node: cst.Call) -> bool:
+        if method in lib.CAST_METHODS and not node.args:
+            return True
+        if method in ("to", "type"):
+            dtypes = self._to_dtypes(node)
+            return bool(dtypes and dtypes[0])
+        return False
+
+    def _to_dtypes(self, node: cst.Call) -> tuple[frozenset, Value | None] | None:
+        """The dtypes ``.to(...)`` / ``.type(...)`` cast to: (dtypes, source value); None: not a cast.
+
+        A positional argument that is unknown and spelled like a dtype (``weight_dtype``,
+        ``args.dtype``) makes the result unknown; anything else unknown is taken for a device.
+        """
+        for arg in node.args:
+            if arg.star:
+                return (frozenset(), None)
+            if arg.keyword is not None and arg.keyword.value != "dtype":
+                continue
+            value = self._values.get(id(arg.value))
+            if value is not None and value.kind == DTYPE:
+                return (value.dtypes, value) if value.dtypes else (frozenset(), None)
+            if value is not None and value.kind == TENSOR and arg.keyword is None:
+                return (value.dtypes, value) if value.dtypes else (frozenset(), None)
+            text = _string(arg.value)
+            if text is not None:
+                word = lib.DTYPE_WORDS.get(text.replace("torch.", "")) or lib.TENSOR_TYPES.get(text.rsplit(".", 1)[-1])
+                if word is not None:
+                    return (frozenset({word}), None)
+                continue
+            if isinstance(arg.value, cst.Attribute) and arg.value.attr.value in lib.TENSOR_TYPES:
+                return (frozenset({lib.TENSOR_TYPES[arg.value.attr.value]}), None)
+            spelled = self.ctx.code_for(arg.value) if arg.keyword is not None else (dotted_name(arg.value) or "")
+            if arg.keyword is not None or "dtype" in spelled.lower() or "precision" in spelled.lower():
+                return (frozenset(), None)
+        return None
+
+    def _cast_value(self, base: Value | None, kind: str, method: str, node: cst.Call) -> Value | None | object:
+        """The value after a cast method; NOTHING when ``method`` does not cast."""
+        if method in lib.CAST_METHODS and not node.args:
+            dtypes, source = frozenset({lib.CAST_METHODS[method]}), None
+        elif method in ("to", "type") or method in lib.TENSOR_INT_METHODS and kind == TENSOR and not node.args:
+            if method in lib.TENSOR_INT_METHODS:
+                dtypes, source = frozenset({lib.TENSOR_INT_METHODS[method]}), None
+            else:
+                found = self._to_dtypes(node)
+                if found is None:
+                    return NOTHING
+                dtypes, source = found
+        else:
+            return NOTHING
+        fields = {}
+        if base is not None:
+            fields = {"role": base.role, "info": base.info, "target": base.target}
+        if not dtypes:
+            return Value(kind=kind, **fields)
+        value = make(kind, dtypes, self.origin(node), **fields)
+        return value.replace(partial=True) if source is not None and source.partial else value
+
+    def _module_method(self, method, receiver, key, node, frame, statement) -> Value | None:
+        cast = self._cast_value(receiver, MODULE, method, node)
+        if cast is not NOTHING:
+            if key is not None:
+                self.flow.module_casts.append(Cast(
+                    target=key, dtypes=cast.dtypes, before=receiver, node=node, in_place=statement,
+                    function=frame.function,
+                ))
+                self.mutate(key, cast, frame)
+            return cast
+        if method in ("parameters", "named_parameters"):
+            module = receiver
+            return Value(kind=PARAMS, dtypes=module.dtypes, partial=module.partial, origins=module.origins,
+                         target=key, info="named" if method == "named_parameters" else None, role=module.role)
+        if method in lib.MODULE_SELF_METHODS:
+            return receiver
+        if method in ("forward", "__call__"):
+            return self._module_call(receiver, node, frame)
+        if method == "generate":
+            return make(TENSOR, (INT,), self.origin(node))
+        if method in ("modules", "children", "named_modules", "named_children"):
+            sub = receiver.replace(partial=True) if receiver.dtypes else receiver
+            element = make(TUPLE, items=(None, sub)) if method.startswith("named") else sub
+            return make(TUPLE, items=(), element=element, info="modules")
+        if receiver is not None and receiver.info and frame is not None:
+            cls = self._find_class(receiver.info, frame) if isinstance(receiver.info, str) else None
+            method_node = cls.methods.get(method) if cls is not None else None
+            info = self._function_info(method_node) if method_node is not None else None
+            if info is not None and method != "forward":
+                return self._call_local(info, node, frame, receiver, key)
+        return None
+
+    def _tensor_method(self, method: str, receiver: Value, node: cst.Call, frame: Frame) -> Value | None:
+        cast = self._cast_value(receiver, TENSOR, method, node)
+        if cast is not NOTHING:
+            if cast is not None:
+                return cast.replace(role=None, target=None, autocast=None)
+            return cast
+        if method == "type_as" and node.args:
+            other = self._values.get(id(node.args[0].value))
+            if other is not None and other.kind == TENSOR:
+                return other.replace(role=None, autocast=None)
+            return make(TENSOR)
+        if method in lib.BOOL_METHODS:
+            return make(TENSOR, (BOOL,), self.origin(node))
+        if method in lib.INT_METHODS:
+            return make(TENSOR, (INT,), self.origin(node))
+        if method == "numpy":
+            return receiver.replace(kind=NUMPY, role=None, autocast=None)
+        if method in ("item", "tolist", "size", "dim", "numel", "data_ptr", "element_size", "stride", "backward"):
+            return None
+        if method in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+            dtypes, _, given = self._dtype_argument(node)
+            return self._typed(TENSOR, node, None) if given else receiver.replace(role=None, autocast=None)
+        if method in lib.SAME_DTYPE_METHODS:
+            dtypes, _, given = self._dtype_argument(node)
+            if given:
+                return self._typed(TENSOR, node, None)
+            if method in ("sum", "cumsum", "prod") and receiver.dtypes & {BOOL}:
+                return receiver.with_dtypes({INT if d == BOOL else d for d in receiver.dtypes}, receiver.origin,
+                                            partial=receiver.partial)
+            if method in ("matmul", "mm", "bmm") and self._autocast_dtype(frame):
+                return self._autocast_result(frame, certain=True, node=node)
+            return receiver.replace(role=None) if receiver.role else receiver
+        return None
+
+    def _astype_dtypes(self, node: cst.Call) -> frozenset:
+        arg = _arg(node, "dtype", 0)
+        if arg is None:
+            return frozenset()
+        value = self._values.get(id(arg.value))
+        if value is not None and value.kind in (DTYPE, NUMPY) and value.dtypes and value.kind == DTYPE:
+            return value.dtypes
+        if isinstance(arg.value, cst.Name) and arg.value.value in ("float", "int", "bool"):
+            return frozenset({{"float": FP64, "int": INT, "bool": BOOL}[arg.value.value]})
+        text = _string(arg.value)
+        if text is not None and text in lib.DTYPE_WORDS:
+            return frozenset({lib.DTYPE_WORDS[text]})
+        for qualified in self.names.qualified_names(arg.value):
+            word = lib.DTYPE_WORDS.get(qualified.rsplit(".", 1)[-1])
+            if word is not None:
+                return frozenset({word})
+        return frozenset()
+
+    def _numpy_method(self, method: str, receiver: Value, node: cst.Call) -> Value | None:
+        if receiver.info == "rng":
+            if method in ("integers", "choice", "permutation"):
+                return make(NUMPY, (INT,), self.origin(node))
+            if method in ("normal", "random", "uniform", "standard_normal", "rand", "randn", "beta", "gamma", "exponential"):
+                return self._typed(NUMPY, node, FP64)
+            if method == "randint":
+                return make(NUMPY, (INT,), self.origin(node))
+            return None
+        if method == "astype":
+            dtypes = self._astype_dtypes(node)
+            return make(NUMPY, dtypes, self.origin(node)) if dtypes else make(NUMPY)
+        if method in ("copy", "reshape", "transpose", "squeeze", "flatten", "ravel", "clip", "round", "T", "swapaxes", "repeat"):
+            return receiver
+        if method in ("mean", "std", "var", "sum"):
+            return receiver
+        return None
+
+
+class _Nothing:
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING = _Nothing()
+
+
+def _looks_like_module(expr: cst.BaseExpression) -> bool:
+    """``Net()``, ``build_model(cfg)``, ``self.unet``: an unknown receiver spelled like a model."""
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        return last[:1].isupper() or bool(lib.MODEL_NAME.search(last))
+    name = dotted_name(expr) or ""
+    return bool(lib.MODEL_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+def _for_clauses(node):
+    clause = node.for_in
+    while clause is not None:
+        yield clause
+        clause = clause.inner_for_in

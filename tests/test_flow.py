@@ -1,0 +1,343 @@
+"""The dtype-flow analysis (dtype_lint.facts.dtypes): casts, unions, branches, loops, self
+attributes, function summaries, autocast regions and determinism."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import libcst as cst
+import pytest
+
+from dtype_lint.context import FileContext
+
+
+class Probe:
+    """Analyse a snippet; look values up by the source text of an expression on a given line."""
+
+    def __init__(self, source: str) -> None:
+        self.source = textwrap.dedent(source)
+        self.module = cst.parse_module(self.source)
+        self.ctx = FileContext("snippet.py", self.source, self.module)
+        self.flow = self.ctx.flow
+        self.nodes: list[tuple[int, str, cst.CSTNode]] = []
+        probe = self
+
+        class Collect(cst.CSTVisitor):
+            def on_visit(self, node):
+                if isinstance(node, cst.BaseExpression):
+                    line = probe.ctx.position(node).start.line
+                    probe.nodes.append((line, probe.ctx.code_for(node), node))
+                return True
+
+        self.module.visit(Collect())
+
+    def node(self, text: str, line: int | None = None, index: int = 0) -> cst.CSTNode:
+        matches = [n for ln, code, n in self.nodes if code == text and (line is None or ln == line)]
+        assert matches, f"no expression {text!r} on line {line}"
+        return matches[-1] if line is None else matches[index]
+
+    def value(self, text: str, line: int | None = None, index: int = 0):
+        return self.flow.value_of(self.node(text, line, index))
+
+
+def test_seed_half_model_and_default_float_input():
+    p = Probe(
+        """
+        import torch
+        model = MyNet()
+        model = model.half()
+        inputs = torch.randn(1, 10)
+        output = model(inputs)
+        """
+    )
+    model = p.value("model", 6)
+    assert model.dtype == "fp16" and model.origin.line == 4 and model.origin.text == "model.half()"
+    assert p.value("inputs", 6).dtype == "fp32"
+    assert p.value("inputs", 6).since() == "since line 5 (`torch.randn(1, 10)`)"
+
+
+@pytest.mark.parametrize(
+    "cast,expected",
+    [
+        ("model.half()", "fp16"),
+        ("model.bfloat16()", "bf16"),
+        ("model.float()", "fp32"),
+        ("model.double()", "fp64"),
+        ("model.to(torch.float16)", "fp16"),
+        ("model.to('cuda', torch.bfloat16)", "bf16"),
+        ("model.to(device, dtype=torch.half)", "fp16"),
+        ("model.to(dtype=T.bfloat16)", "bf16"),
+        ("model.type(torch.HalfTensor)", "fp16"),
+        ("model.to(device)", "fp32"),
+    ],
+)
+def test_in_place_module_casts(cast, expected):
+    p = Probe(
+        f"""
+        import torch
+        import torch as T
+        from torch import nn
+        model = nn.Linear(2, 2)
+        {cast}
+        model(x)
+        """
+    )
+    assert p.value("model", 7).dtype == expected
+    assert [c.target for c in p.flow.casts_of("model")] == ([] if expected == "fp32" and "float" not in cast else ["model"])
+
+
+def test_dtype_variable_union_and_config_mapping():
+    p = Probe(
+        """
+        import torch
+        weight_dtype = torch.float16 if args.fp16 else torch.float32
+        vae.to(accelerator.device, dtype=weight_dtype)
+        DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+        amp_dtype = DTYPES[args.precision]
+        x = torch.zeros(3, dtype=amp_dtype)
+        print(vae, x)
+        """
+    )
+    vae = p.value("vae", 8)
+    assert vae.kind == "module" and vae.dtypes == {"fp16", "fp32"} and not vae.certain
+    assert vae.describe() == "float32 or float16"
+    assert p.value("x", 8).dtypes == {"fp16", "bf16"}
+
+
+def test_branches_join_and_early_exit():
+    p = Probe(
+        """
+        import torch
+        model = torch.nn.Linear(2, 2)
+        if args.fp16:
+            model.half()
+        model(x)
+        m2 = torch.nn.Linear(2, 2)
+        if not ok:
+            raise SystemExit
+        else:
+            m2.bfloat16()
+        m2(x)
+        """
+    )
+    model = p.value("model", 6)
+    assert model.dtypes == {"fp16", "fp32"} and not model.certain
+    assert model.origin_of("fp16").line == 5
+    # The raising branch does not reach line 12.
+    assert p.value("m2", 12).dtype == "bf16"
+
+
+def test_loop_fixed_point_makes_loop_carried_values_unions():
+    p = Probe(
+        """
+        import torch
+        h = torch.randn(4)
+        for step in range(10):
+            y = h * 2
+            h = h.half()
+        print(h)
+        """
+    )
+    assert p.value("h * 2").dtypes == {"fp32", "fp16"}
+    assert p.value("h", 7).dtypes == {"fp32", "fp16"}
+
+
+def test_self_attributes_from_init_and_helper_summaries():
+    p = Probe(
+        """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def to_half(m):
+            m.half()
+            return m
+
+        def make_batch(n):
+            return torch.randn(n, 8)
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+            def step(self, x):
+                return self.model(x)
+
+        lm = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.bfloat16)
+        trainer = Trainer(lm)
+        batch = make_batch(4)
+        trainer.step(batch)
+        net = Net()
+        to_half(net)
+        net(batch)
+        """
+    )
+    assert p.value("self.model", 18).dtype == "bf16"
+    assert p.value("x", 18).dtype == "fp32"
+    assert p.value("batch", 23).dtype == "fp32"
+    net = p.value("net", 26)
+    assert net.dtype == "fp16" and net.origin.text == "m.half()"
+    optimizer = p.flow.optimizers[0]
+    assert optimizer.target == "self.model" and optimizer.params.dtype == "bf16"
+
+
+def test_uncalled_functions_are_analysed_with_unknown_parameters():
+    p = Probe(
+        """
+        import torch
+        def forward(x):
+            y = x.float()
+            z = torch.ones(3)
+            return y + z
+        """
+    )
+    assert p.value("x", 4) is None
+    assert p.value("x.float()").dtype == "fp32"
+    assert p.value("y + z").dtype == "fp32"
+
+
+def test_numpy_float64_tokenizer_outputs_and_likes():
+    p = Probe(
+        """
+        import numpy as np
+        import torch
+        arr = np.random.randn(4, 3)
+        t = torch.from_numpy(arr)
+        t32 = torch.tensor(arr.astype(np.float32))
+        ids = tokenizer("hi", return_tensors="pt")
+        h = torch.zeros(3, dtype=torch.bfloat16)
+        like = torch.zeros_like(h)
+        other = t.type_as(h)
+        mask = t > 0
+        print(t, t32, ids["input_ids"], like, other, mask, ids.attention_mask)
+        """
+    )
+    assert p.value("t", 12).dtype == "fp64"
+    assert p.value("t", 12).origin.text == "np.random.randn(4, 3)"
+    assert p.value("t32", 12).dtype == "fp32"
+    assert p.value('ids["input_ids"]').dtype == "int"
+    assert p.value("ids.attention_mask").dtype == "int"
+    assert p.value("like", 12).dtype == "bf16"
+    assert p.value("other", 12).dtype == "bf16"
+    assert p.value("mask", 12).dtype == "bool"
+
+
+def test_model_dtype_and_x_dtype_are_dtype_values():
+    p = Probe(
+        """
+        import torch
+        model = AutoModel.from_pretrained("m", dtype=torch.float16)
+        x = torch.randn(2, 2).to(model.dtype)
+        y = torch.randn(2).to(dtype=x.dtype)
+        print(x, y)
+        """
+    )
+    assert p.value("x", 6).dtype == "fp16"
+    assert p.value("y", 6).dtype == "fp16"
+
+
+def test_autocast_regions_decorators_and_called_helpers():
+    p = Probe(
+        """
+        import torch
+        from torch.cuda.amp import autocast
+
+        def compute(model, x):
+            return model(x)
+
+        @torch.autocast("cuda", dtype=torch.bfloat16)
+        def decorated(model, x):
+            return model(x)
+
+        model = torch.nn.Linear(2, 2)
+        with torch.autocast("cuda", dtype=torch.float16):
+            out = compute(model, x)
+            with torch.autocast("cuda", enabled=False):
+                inner = model(out.float())
+        outside = model(x)
+        with autocast():
+            y = model(x)
+        """
+    )
+    assert p.flow.autocast_at(p.node("model(x)", 6)).dtype == "float16"
+    assert p.flow.autocast_at(p.node("model(x)", 10)).dtype == "bfloat16"
+    assert p.flow.autocast_at(p.node("model(out.float())")) is None
+    assert len(p.flow.autocast_stack_at(p.node("model(out.float())"))) == 2
+    assert p.flow.autocast_at(p.node("model(x)", 17)) is None
+    assert p.flow.autocast_at(p.node("model(x)", 19)).device == "cuda"
+    assert p.value("out", 16).autocast == "fp16"
+
+
+def test_params_iteration_roles_and_optimizer_facts():
+    p = Probe(
+        """
+        import torch
+        model = Net().half()
+        optimizer = torch.optim.Adam(
+            [{"params": model.parameters(), "lr": 1e-4}], eps=1e-8
+        )
+        for name, param in model.named_parameters():
+            param.grad = param.grad.half()
+        """
+    )
+    param = p.value("param", 8)
+    assert param.role == "param" and param.dtype == "fp16"
+    assert p.value("param.grad", 8, index=1).role == "grad"  # the right-hand side
+    assert p.value("param.grad", 8, index=0).dtype == "fp16"  # the target holds what is assigned
+    (optimizer,) = p.flow.optimizers
+    assert optimizer.target == "model" and optimizer.params.dtype == "fp16"
+    assert optimizer.qualified == "torch.optim.Adam" and p.ctx.code_for(optimizer.eps) == "1e-8"
+
+
+def test_unknown_stays_unknown():
+    p = Probe(
+        """
+        import torch
+        model = build_model(cfg)
+        x = next(iter(loader))
+        model(x)
+        """
+    )
+    assert p.value("model", 5) is None
+    assert p.value("x", 5) is None
+
+
+def test_never_imports_torch_and_is_deterministic_across_hash_seeds(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys
+        import libcst as cst
+        from dtype_lint.context import FileContext
+        src = '''
+        import torch
+        d = {"a": torch.float16, "b": torch.bfloat16, "c": torch.float32}[k]
+        m = Net()
+        if a:
+            m.to(d)
+        elif b:
+            m.double()
+        x = torch.zeros(2, dtype=d)
+        print(m, x)
+        '''
+        ctx = FileContext("s.py", src, cst.parse_module(src))
+        flow = ctx.flow
+        class V(cst.CSTVisitor):
+            def visit_Name(self, node):
+                v = flow.value_of(node)
+                if v is not None:
+                    print(node.value, v.kind, v.describe(), [o.line for _, o in v.origins])
+        ctx.module.visit(V())
+        assert "torch" not in sys.modules, "the analysis imported torch"
+        """
+    )
+    path = tmp_path / "probe.py"
+    path.write_text(script)
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, check=True)
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+    (out,) = outputs
+    assert "m module float32 or float16 or bfloat16 or float64" in out
