@@ -72,7 +72,11 @@ def explain(value: "Value", dtype: str | None = None) -> str:
     since = value.since(dtype) if dtype else value.since()
     text = value.describe()
     if value.partial:
-        text += " on some paths"
+        text += " on the paths the analysis follows"
+    if not since and value.autocast:
+        from dtype_lint.facts.flow.values import LONG_NAMES
+
+        since = f"(an output of a {LONG_NAMES.get(value.autocast, value.autocast)} autocast region)"
     return f"{text} {since}".strip()
 
 
@@ -233,9 +237,14 @@ class NumericsFacts:
         scope = self.scope_of(name)
         earlier = scope.before(name.value, (start.line, start.column))
         if earlier:
-            owner = scope.owner
-            last = earlier[-1]
-            return [(last.value, owner)]
+            # Latest first, back to the first one that surely ran (its block encloses the use);
+            # assignments in branches before it may each be the one that reaches.
+            found = []
+            for binding in reversed(earlier):
+                found.append((binding.value, scope.owner))
+                if self._dominates(binding.node, name):
+                    break
+            return found
         if name.value in scope.defaults:
             return [(scope.defaults[name.value], scope.owner)]
         if scope.owner is not self.ctx.module:
@@ -243,6 +252,18 @@ class NumericsFacts:
             if len(module_bindings) == 1:
                 return [(module_bindings[0].value, self.ctx.module)]
         return []
+
+    def _dominates(self, assignment: cst.CSTNode, use: cst.CSTNode) -> bool:
+        statement = self.ctx.parent(assignment)
+        block = self.ctx.parent(statement) if statement is not None else None
+        if block is None:
+            return True
+        current = self.ctx.parent(use)
+        while current is not None:
+            if current is block:
+                return True
+            current = self.ctx.parent(current)
+        return False
 
     def class_attribute(self, node: cst.Attribute) -> list[cst.BaseExpression]:
         """``self.eps`` -> the expressions assigned to it in the class (``__init__`` params

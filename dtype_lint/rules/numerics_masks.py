@@ -211,7 +211,9 @@ class OverflowLiteral(Rule):
             dtype = argument(call, "dtype", None)
             if dtype is not None:
                 literal = dtype_literal(self.ctx.names, dtype.value)
-                value = self.ctx.flow.value_of(call)
+                value = self.ctx.flow.value_of(dtype.value)
+                if value is None or not value.dtypes:
+                    value = self.ctx.flow.value_of(call)
                 if (value is None or not value.dtypes) and literal == "float16":
                     value = _literal_fp16(self.ctx, dtype.value)
                 return value, f"`{self.ctx.code_for(dtype.value)}`"
@@ -269,8 +271,13 @@ class Saturation:
         return f"filled with `{self.fill}` at line {ctx.position(self.node).start.line}"
 
 
-def saturated_scalar(ctx, expr: cst.BaseExpression) -> bool:
-    """``torch.finfo(dtype).min``, ``-torch.finfo(dtype).max``, ``float("-inf")``, ``-1e38``..."""
+def saturated_scalar(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``torch.finfo(dtype).min``, ``-torch.finfo(dtype).max``, ``float("-inf")``, ``-1e38``...
+    also through a local name (``min_value = torch.finfo(dtype).min``)."""
+    if isinstance(expr, cst.Name) and depth < 4:
+        reaching = facts(ctx).reaching(expr)
+        if reaching and all(saturated_scalar(ctx, value, depth + 1) for value, _ in reaching):
+            return True
     if isinstance(expr, cst.Attribute) and expr.attr.value == "min" and isinstance(expr.value, cst.Call):
         return ctx.names.matches(expr.value.func, "torch.finfo", "numpy.finfo") is not None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
@@ -324,6 +331,14 @@ class _Saturations:
                     fill = arg
         if fill is not None and saturated_scalar(ctx, fill.value):
             return Saturation(ctx.code_for(fill.value).strip(), expr)
+        if shape.qualified is not None and shape.name in ("cat", "concat", "stack") and expr.args:
+            first = expr.args[0].value
+            if isinstance(first, (cst.List, cst.Tuple)):
+                for element in first.elements:
+                    found = self.of(element.value, depth + 1)
+                    if found is not None:
+                        return found
+            return None
         if shape.name in SHAPE_PRESERVING and shape.receiver is not None:
             return self.of(shape.receiver, depth + 1)
         if shape.qualified is not None and shape.name in ("triu", "tril", "unsqueeze", "reshape", "broadcast_to") and expr.args:

@@ -84,8 +84,9 @@ class LowpSensitiveOp(Rule):
 
     ## Fix safety
     No fix: where to cast back to the low-precision dtype depends on the code around the op.
-    Confidence is medium when the tensor is float16 on every path and low when only some paths
-    make it float16, because the overflow depends on the values at run time.
+    Confidence is medium when every path the flow knows makes the tensor float16 (a `.half()`
+    model's outputs included) and low when a union also holds a wide dtype; never high,
+    because the overflow depends on the values at run time.
     """
 
     code = "DTL503"
@@ -139,7 +140,8 @@ class LowpSensitiveOp(Rule):
         value = self.ctx.flow.value_of(tensor)
         if value is None or value.kind not in ("tensor", "unknown") or not value.dtypes:
             return
-        if value.only(*risky):
+        if value.dtypes <= frozenset(risky):
+            # low precision on every path the flow knows (a cast model's outputs included)
             confidence = Confidence.MEDIUM
         elif value.may_be(*risky):
             confidence = Confidence.LOW
