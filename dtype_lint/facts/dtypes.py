@@ -26,8 +26,9 @@ Query API (stable; other rules build on it)::
                                       # a local function called inside a region), else None
     ctx.flow.autocast_stack_at(node)  # every region around node, outermost first, including
                                       # enabled=False ones (for boundary rules)
-    ctx.flow.casts_of("model")        # [Cast]: in-place casts of that module, program order
-    ctx.flow.module_casts             # [Cast]: every module cast (in place or assigned)
+    ctx.flow.casts_of("model")        # [Cast]: casts of that module (in place or assigned), in
+                                      # the order the interpreter ran them; one per call node
+    ctx.flow.module_casts             # [Cast]: every module cast
     ctx.flow.optimizers               # [OptimizerInfo]: optimizer constructions
     ctx.flow.scalers                  # [Value]: GradScaler constructions (info: ScalerInfo)
     ctx.flow.summary(function_def)    # FunctionSummary (returns, in-place casts) or None
@@ -75,6 +76,7 @@ class Cast:
     node: cst.Call  # the cast call
     in_place: bool  # True: a bare statement (the module is mutated); False: the result is assigned
     function: cst.FunctionDef | None  # the function the cast is written in (None: module level)
+    order: int = 0  # when the interpreter first ran it (compare with OptimizerInfo.order)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -91,6 +93,7 @@ class OptimizerInfo:
     params: Value | None  # the module's value (dtype) when the optimizer was built
     eps: cst.BaseExpression | None  # the eps= argument, None when defaulted
     function: cst.FunctionDef | None
+    order: int = 0  # when the interpreter first ran it (compare with Cast.order)
 
 
 @dataclasses.dataclass
@@ -141,7 +144,7 @@ class Flow:
         return None
 
     def casts_of(self, target: str) -> list[Cast]:
-        return [cast for cast in self.module_casts if cast.target == target and cast.in_place]
+        return [cast for cast in self.module_casts if cast.target == target]
 
     def summary(self, function: cst.FunctionDef) -> FunctionSummary | None:
         return self._summaries.get(id(function))

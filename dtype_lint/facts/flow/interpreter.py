@@ -145,6 +145,10 @@ class Interpreter:
         self._active: list[int] = []
         self.default_float = FP32
         self.module_frame = Frame()
+        self._clock = 0
+        self._cast_index: dict[int, int] = {}
+        self._optimizer_index: dict[int, int] = {}
+        self._scaler_nodes: set[int] = set()
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -195,6 +199,34 @@ class Interpreter:
             self.flow._regions[id(statement)] = (frame.autocast,)
         elif frame.autocast not in stacks:
             self.flow._regions[id(statement)] = stacks + (frame.autocast,)
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def _add_cast(self, cast: Cast) -> None:
+        """One Cast per call node; a node run again (loop, second call) widens ``before``."""
+        index = self._cast_index.get(id(cast.node))
+        if index is None:
+            self._cast_index[id(cast.node)] = len(self.flow.module_casts)
+            self.flow.module_casts.append(cast)
+            return
+        old = self.flow.module_casts[index]
+        self.flow.module_casts[index] = dataclasses.replace(
+            old, before=join(old.before, cast.before), dtypes=old.dtypes | cast.dtypes
+        )
+
+    def _add_optimizer(self, info: OptimizerInfo) -> OptimizerInfo:
+        index = self._optimizer_index.get(id(info.node))
+        if index is None:
+            self._optimizer_index[id(info.node)] = len(self.flow.optimizers)
+            self.flow.optimizers.append(info)
+            return info
+        old = self.flow.optimizers[index]
+        merged = dataclasses.replace(old, params=join(old.params, info.params),
+                                     target=old.target if old.target == info.target else old.target or info.target)
+        self.flow.optimizers[index] = merged
+        return merged
 
     # -- environment --------------------------------------------------------------------------
     def lookup(self, key: str, frame: Frame) -> tuple[bool, Value | None]:
@@ -1071,7 +1103,9 @@ class Interpreter:
             enabled = _arg(node, "enabled")
             flag = amp.literal_bool(enabled.value) if enabled is not None else True
             value = make(SCALER, info=ScalerInfo(node=node, enabled=flag))
-            self.flow.scalers.append(value)
+            if id(node) not in self._scaler_nodes:
+                self._scaler_nodes.add(id(node))
+                self.flow.scalers.append(value)
             return value
         if module == "torch" or module in ("torch.nn.functional",) or module.startswith("torch.") and module.split(".")[1] in ("special", "linalg", "fft"):
             return self._torch_function(module, attr, node, frame)
@@ -1277,8 +1311,8 @@ class Interpreter:
         function = frame.function
         target = params.target if params is not None else None
         info = OptimizerInfo(node=node, qualified=qualified, target=target, params=params,
-                             eps=eps.value if eps is not None else None, function=function)
-        self.flow.optimizers.append(info)
+                             eps=eps.value if eps is not None else None, function=function, order=self._tick())
+        info = self._add_optimizer(info)
         dtypes = params.dtypes if params is not None else frozenset()
         origins = params.origins if params is not None else ()
         return Value(kind=OPTIMIZER, dtypes=dtypes, partial=params.partial if params is not None else False,
@@ -1560,9 +1594,9 @@ class Interpreter:
         cast = self._cast_value(receiver, MODULE, method, node)
         if cast is not NOTHING:
             if key is not None:
-                self.flow.module_casts.append(Cast(
+                self._add_cast(Cast(
                     target=key, dtypes=cast.dtypes, before=receiver, node=node, in_place=statement,
-                    function=frame.function,
+                    function=frame.function, order=self._tick(),
                 ))
                 self.mutate(key, cast, frame)
             return cast
