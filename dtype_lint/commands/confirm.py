@@ -1,0 +1,183 @@
+"""``dtype-lint confirm [--] PROGRAM [ARGS]``: check the program, run it, give each finding a verdict.
+
+Exit 1 when any finding is confirmed, 0 when none is, 2 when the program could not be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dtype_lint.commands.common import _codes
+
+FORMATS = ("text", "json")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "dtype-lint confirm [options] [--] PROGRAM [ARGS...]"
+    parser.add_argument("--steps", type=_positive_int, default=3, help="optimizer steps to run, then stop (default 3)")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=600.0, help="seconds before the run is stopped (default 600)"
+    )
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                        help="cuda: run as written; cpu: run CUDA code on the CPU (emulated); auto: cuda if present")
+    parser.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
+    parser.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable")
+    parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
+    parser.add_argument("--quiet", action="store_true", help="do not echo the program's output to stderr")
+    parser.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments")
+
+
+def _static_check(program, args):
+    from dtype_lint.config import load_settings, with_overrides
+    from dtype_lint.engine import check_files
+    from dtype_lint.runtime.program import program_files
+    from dtype_lint.runtime.verdicts import absolute
+
+    files = program_files(program)
+    settings = load_settings(files[0] if files else program.root, args.config)
+    settings = with_overrides(settings, select=args.select, ignore=args.ignore)
+    reports = check_files([(path, path) for path in files], settings, 1)
+    findings = [absolute(f) for report in reports for f in report.findings]
+    return files, findings
+
+
+def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
+    """(one-line outcome, problems to show, whether to show the program's last output)."""
+    problems: list[str] = []
+    if summary.companion_errors:
+        problems.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
+    for record in summary.exceptions[:3]:
+        where = ""
+        if record.get("stack"):
+            path, line = record["stack"][0]
+            from dtype_lint.runtime.render import display_path
+
+            where = f" at {display_path(path)}:{line}"
+        problems.append(f"rank {record.get('rank', 0)} raised {record['message']}{where}")
+    took = f"{result.seconds:.1f}s"
+    if result.timed_out:
+        return f"timed out after {took}; verdicts use what was seen until then", problems, True
+    if summary.stopped:
+        return f"{summary.stopped} ({took})", problems, False
+    if result.returncode == 0:
+        return f"the program finished before {steps} optimizer steps ({took})", problems, False
+    if summary.terminated or (result.returncode or 0) < 0:
+        return f"the program was killed (exit {result.returncode}) after {took}", problems, True
+    return f"the program exited with status {result.returncode} after {took}", problems, True
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtype_lint.errors import UsageError
+    from dtype_lint.runtime.launch import RunResult, run_program
+    from dtype_lint.runtime.program import parse_command
+    from dtype_lint.runtime.render import render_json, render_text
+    from dtype_lint.runtime.verdicts import decide
+
+    out = sys.stdout
+    try:
+        program = parse_command(args.program)
+    except UsageError as error:
+        return _cannot_start(args, " ".join(args.program), str(error), out)
+    files, findings = _static_check(program, args)
+    broken = [f for f in findings if f.code == "DTL001" and f.path == program.entry]
+    if broken:
+        return _cannot_start(args, program.display, f"{os.path.relpath(broken[0].path)}:{broken[0].line}: "
+                             f"{broken[0].message}", out, findings)
+    flagged: dict[str, list[int]] = {}
+    for finding in findings:
+        lines = flagged.setdefault(finding.path, [])
+        lines.extend(range(finding.line, max(finding.end_line, finding.line) + 1))
+    flagged = {path: sorted(set(lines)) for path, lines in sorted(flagged.items())}
+    result: RunResult = run_program(
+        program,
+        flagged=flagged,
+        steps=args.steps,
+        timeout=args.timeout,
+        device=args.device,
+        echo=None if args.quiet else sys.stderr,
+    )
+    if result.start_error:
+        return _cannot_start(args, program.display, result.start_error, out, findings)
+    verdicts, runtime_only, summary = decide(findings, result.records)
+    if summary.start_errors:
+        return _cannot_start(args, program.display, summary.start_errors[0], out, findings)
+    if summary.processes == 0:
+        reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
+        if result.returncode not in (0, None):
+            reason = f"the program exited with status {result.returncode} before running any Python code"
+        return _cannot_start(args, program.display, reason, out, findings, result.output_tail)
+    outcome, problems, show_tail = _outcome(result, summary, args.steps)
+    device_note = ""
+    if summary.emulated:
+        device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "
+                       "to the CPU; CUDA-only effects (bf16 capability, BCE under autocast, the bf16 unscale "
+                       "kernel, TF32) cannot show and are marked 'needs GPU'")
+    elif summary.cuda:
+        device_note = "ran on CUDA as written"
+    run_info = {
+        "command": program.display,
+        "outcome": outcome,
+        "returncode": result.returncode,
+        "timed_out": result.timed_out,
+        "seconds": round(result.seconds, 2),
+        "steps": args.steps,
+        "emulated": summary.emulated,
+        "cuda": summary.cuda,
+        "ranks": summary.ranks,
+        "files_checked": [os.path.relpath(path) for path in files],
+        "device_note": device_note,
+        "problems": problems,
+        "output_tail": result.output_tail,
+        # The program's own last lines help only when no evidence explains how it ended.
+        "show_tail": show_tail and not problems and not runtime_only
+        and not any(v.evidence for v in verdicts),
+    }
+    if args.format == "json":
+        render_json(run_info, verdicts, runtime_only, out)
+    else:
+        render_text(run_info, verdicts, runtime_only, out)
+    return 1 if any(v.verdict == "confirmed" for v in verdicts) else 0
+
+
+def _cannot_start(args, command: str, reason: str, out, findings=(), tail=()) -> int:
+    from dtype_lint.runtime.render import render_json, render_text
+    from dtype_lint.runtime.verdicts import NOT_RUN, Verdict
+
+    verdicts = [Verdict(f, NOT_RUN, [], "the program did not start") for f in findings]
+    run_info = {
+        "command": command,
+        "outcome": f"could not start the program: {reason}",
+        "returncode": None,
+        "started": False,
+        "problems": [],
+        "output_tail": list(tail),
+        "show_tail": bool(tail),
+    }
+    if args.format == "json":
+        render_json(run_info, verdicts, [], out)
+    else:
+        render_text(run_info, verdicts, [], out)
+    return 2

@@ -1,0 +1,172 @@
+"""Run CUDA-written programs on the CPU: answer torch.cuda's questions, map CUDA AMP to CPU AMP.
+
+Tensor-level device mapping (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) happens in the
+observer's TorchFunctionMode (``map_cuda_call``); this module patches the module-level APIs.
+The answers describe one Ampere-class device, so scripts take their usual bf16-capable path.
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from dtype_lint.runtime.state import State
+
+DEVICE_NAME = "dtype-lint CPU emulation of CUDA"
+CAPABILITY = (8, 0)
+
+# Ops CUDA autocast runs in float32 (AMP docs); CPU autocast leaves several of them in low
+# precision, so the emulation upcasts them itself to behave like the GPU would.
+CUDA_FP32_OPS = frozenset(
+    {
+        "__pow__", "__rpow__", "__rtruediv__", "__rdiv__", "acos", "asin", "cosh", "sinh", "tan", "erfinv",
+        "exp", "expm1", "log", "log10", "log1p", "log2", "pow", "reciprocal", "rsqrt", "softmax", "log_softmax",
+        "softmin", "softplus", "sum", "prod", "cumsum", "cumprod", "norm", "normalize", "dist", "cdist", "pdist",
+        "renorm", "layer_norm", "group_norm", "cosine_similarity", "cross_entropy", "nll_loss", "mse_loss",
+        "l1_loss", "smooth_l1_loss", "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss",
+        "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss", "hinge_embedding_loss",
+    }
+)
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def is_cuda(value) -> bool:
+    if isinstance(value, str):
+        return value == "cuda" or value.startswith("cuda:")
+    if isinstance(value, torch.device):
+        return value.type == "cuda"
+    return False
+
+
+def _cpu(value):
+    return "cpu" if is_cuda(value) else value
+
+
+_NOT_HANDLED = object()
+
+
+def map_cuda_call(name: str, args: tuple, kwargs: dict):
+    """(args, kwargs, shortcut) with CUDA devices mapped to the CPU; shortcut replaces the call."""
+    if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+        return args, kwargs, args[0]
+    if name == "pin_memory" and args:
+        return args, kwargs, args[0]
+    if "device" in kwargs and is_cuda(kwargs["device"]):
+        kwargs = dict(kwargs, device="cpu")
+    if name == "to" and len(args) > 1:
+        target = args[1]
+        if is_cuda(target) or (isinstance(target, int) and not isinstance(target, bool)):
+            args = (args[0], "cpu", *args[2:])
+    return args, kwargs, _NOT_HANDLED
+
+
+def upcast_for_cuda_policy(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def up(value):
+        if isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION:
+            return value.float()
+        return value
+
+    return tuple(up(a) for a in args), {k: up(v) for k, v in kwargs.items()}
+
+
+def _properties():
+    return types.SimpleNamespace(
+        name=DEVICE_NAME,
+        major=CAPABILITY[0],
+        minor=CAPABILITY[1],
+        total_memory=80 * 2**30,
+        multi_processor_count=108,
+        is_integrated=False,
+    )
+
+
+def install(state: State) -> None:
+    cuda = torch.cuda
+    answers = {
+        "is_available": lambda: True,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": lambda device=None: None,
+        "synchronize": lambda device=None: None,
+        "empty_cache": lambda: None,
+        "is_bf16_supported": lambda including_emulation=True: True,
+        "get_device_capability": lambda device=None: CAPABILITY,
+        "get_device_name": lambda device=None: DEVICE_NAME,
+        "get_device_properties": lambda device=None: _properties(),
+        "manual_seed": lambda seed: None,
+        "manual_seed_all": lambda seed: None,
+        "memory_allocated": lambda device=None: 0,
+        "max_memory_allocated": lambda device=None: 0,
+        "memory_reserved": lambda device=None: 0,
+        "max_memory_reserved": lambda device=None: 0,
+        "reset_peak_memory_stats": lambda device=None: None,
+        "ipc_collect": lambda: None,
+    }
+    for name, answer in answers.items():
+        setattr(cuda, name, answer)
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
+    torch.Tensor.is_pinned = lambda self, *args, **kwargs: False
+    _patch_autocast(state)
+    _patch_grad_scaler()
+    _patch_distributed()
+
+
+def _patch_autocast(state: State) -> None:
+    autocast = torch.amp.autocast_mode.autocast
+    original_init, original_enter, original_exit = autocast.__init__, autocast.__enter__, autocast.__exit__
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        self._dtl_emulated = device_type == "cuda"
+        if self._dtl_emulated:
+            device_type = "cpu"
+            dtype = torch.float16 if dtype is None else dtype  # CUDA's default autocast dtype
+        original_init(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    def __enter__(self):
+        result = original_enter(self)
+        if getattr(self, "_dtl_emulated", False):
+            state.cuda_autocast_depth += 1
+        return result
+
+    def __exit__(self, *exc):
+        if getattr(self, "_dtl_emulated", False):
+            state.cuda_autocast_depth -= 1
+        return original_exit(self, *exc)
+
+    autocast.__init__, autocast.__enter__, autocast.__exit__ = __init__, __enter__, __exit__
+
+
+def _patch_grad_scaler() -> None:
+    scaler = torch.amp.grad_scaler.GradScaler
+    original_init = scaler.__init__
+
+    def __init__(self, device="cuda", *args, **kwargs):
+        original_init(self, _cpu(device), *args, **kwargs)
+
+    scaler.__init__ = __init__
+
+
+def _patch_distributed() -> None:
+    try:
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+    except ImportError:
+        return
+    if not dist.is_available():
+        return
+    original_init_pg = dist.init_process_group
+
+    def init_process_group(backend=None, *args, **kwargs):
+        if backend is None or "nccl" in str(backend):
+            backend = "gloo"
+        kwargs.pop("device_id", None)
+        return original_init_pg(backend, *args, **kwargs)
+
+    dist.init_process_group = init_process_group
+    original_ddp_init = DistributedDataParallel.__init__
+
+    def ddp_init(self, module, device_ids=None, output_device=None, *args, **kwargs):
+        original_ddp_init(self, module, None, None, *args, **kwargs)
+
+    DistributedDataParallel.__init__ = ddp_init

@@ -1,0 +1,465 @@
+"""Hooks on the training protocol: GradScaler, optimizers, clipping, backward, casts, collectives,
+warnings and uncaught exceptions. Each records a claim only when a rule's defect is visible."""
+
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+import threading
+import warnings
+
+import torch
+
+from dtype_lint.runtime import messages
+from dtype_lint.runtime.state import State
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+MAX_COLLECTIVES = 200
+
+
+def _short(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _dtype_in(args, kwargs):
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.dtype):
+            return value
+    return None
+
+
+def install(state: State) -> None:
+    _hook_scaler(state)
+    _hook_optimizer(state)
+    _hook_clipping(state)
+    _hook_backward(state)
+    _hook_casts(state)
+    _hook_anomaly(state)
+    _hook_collectives(state)
+    _hook_warnings(state)
+    _hook_exceptions(state)
+    _hook_signals(state)
+
+
+# -- GradScaler --------------------------------------------------------------------------------
+def _scaler_info(scaler) -> dict:
+    info = scaler.__dict__.setdefault("_dtl", {"scaled": False, "unscaled": False, "scale_site": None})
+    return info
+
+
+def _grad_dtypes(optimizer) -> list:
+    seen = []
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None and param.grad.dtype not in seen:
+                seen.append(param.grad.dtype)
+    return seen
+
+
+def _hook_scaler(state: State) -> None:
+    scaler_cls = torch.amp.grad_scaler.GradScaler
+    recorder = state.recorder
+    init, scale, unscale_, step, update = (
+        scaler_cls.__init__, scaler_cls.scale, scaler_cls.unscale_, scaler_cls.step, scaler_cls.update,
+    )
+
+    @functools.wraps(init)
+    def hooked_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _scaler_info(self)["origin"] = recorder.site()
+        state.scalers.add(self)
+
+    @functools.wraps(scale)
+    def hooked_scale(self, outputs):
+        if self.is_enabled():
+            info = _scaler_info(self)
+            info["scaled"], info["unscaled"] = True, False
+            info["scale_site"] = recorder.site()
+            if info["scale_site"] and info["scale_site"] not in state.scaler_sites and len(state.scaler_sites) < 16:
+                state.scaler_sites.append(info["scale_site"])
+        return scale(self, outputs)
+
+    @functools.wraps(unscale_)
+    def hooked_unscale(self, optimizer):
+        if self.is_enabled():
+            info = _scaler_info(self)
+            dtypes = _grad_dtypes(optimizer)
+            origins = [site for site in (info.get("origin"), info.get("scale_site")) if site]
+            stack = recorder.user_stack()
+            if torch.bfloat16 in dtypes:
+                recorder.claim(
+                    "scaler-bf16-grads",
+                    ("DTL301",),
+                    "GradScaler unscaled bfloat16 gradients (on CUDA this raises "
+                    "'_amp_foreach_non_finite_check_and_unscale_cuda not implemented for BFloat16')",
+                    stack,
+                    origins=origins,
+                    detail={"grad_dtypes": [_short(d) for d in dtypes]},
+                    key="scaler-bf16-grads",
+                )
+            elif (
+                dtypes
+                and all(d in (torch.float32, torch.float64) for d in dtypes)
+                and torch.float16 not in state.autocast_dtypes_seen
+            ):
+                seen = sorted(_short(d) for d in state.autocast_dtypes_seen) or ["none"]
+                recorder.claim(
+                    "scaler-without-fp16",
+                    ("DTL307", "DTL301"),
+                    f"GradScaler unscaled only {', '.join(_short(d) for d in dtypes)} gradients and no float16 "
+                    f"autocast ran (autocast dtypes seen: {', '.join(seen)}): the scaler protects nothing",
+                    stack,
+                    origins=origins,
+                    detail={"grad_dtypes": [_short(d) for d in dtypes], "autocast_dtypes": seen},
+                    key="scaler-without-fp16",
+                )
+            info["unscaled"] = True
+        return unscale_(self, optimizer)
+
+    @functools.wraps(step)
+    def hooked_step(self, optimizer, *args, **kwargs):
+        state.count_step()
+        state.in_scaler_step = True
+        try:
+            return step(self, optimizer, *args, **kwargs)
+        finally:
+            state.in_scaler_step = False
+
+    @functools.wraps(update)
+    def hooked_update(self, new_scale=None):
+        info = _scaler_info(self)
+        try:
+            return update(self, new_scale)
+        finally:
+            info["scaled"] = info["unscaled"] = False
+
+    scaler_cls.__init__, scaler_cls.scale, scaler_cls.unscale_ = hooked_init, hooked_scale, hooked_unscale
+    scaler_cls.step, scaler_cls.update = hooked_step, hooked_update
+
+
+def _pending_scalers(state: State) -> list:
+    """Enabled scalers whose scaled gradients have not been unscaled yet."""
+    pending = []
+    for scaler in list(state.scalers):
+        info = _scaler_info(scaler)
+        if scaler.is_enabled() and info["scaled"] and not info["unscaled"]:
+            pending.append((scaler, info))
+    return pending
+
+
+# -- optimizers ---------------------------------------------------------------------------------
+def _hook_optimizer(state: State) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    recorder = state.recorder
+    original_init = torch.optim.Optimizer.__init__
+
+    @functools.wraps(original_init)
+    def hooked_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.__dict__["_dtl_origin"] = recorder.site()
+
+    torch.optim.Optimizer.__init__ = hooked_init
+
+    def pre_hook(optimizer, args, kwargs):
+        if state.in_scaler_step:
+            return
+        state.count_step()
+        for scaler, info in _pending_scalers(state):
+            stack = recorder.user_stack()
+            if stack and stack[0] not in state.scaler_sites and len(state.scaler_sites) < 16:
+                state.scaler_sites.append(stack[0])
+            scale = float(scaler.get_scale())
+            recorder.claim(
+                "step-bypasses-scaler",
+                ("DTL305",),
+                f"optimizer.step() ran on gradients still multiplied by the loss scale {scale:g}, "
+                "not through scaler.step(): no unscale, no inf/NaN skip",
+                stack,
+                origins=[site for site in (info.get("scale_site"), info.get("origin")) if site],
+                detail={"scale": scale},
+                key="step-bypasses-scaler",
+            )
+
+    def post_hook(optimizer, args, kwargs):
+        bad = []
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param.is_floating_point() and not bool(torch.isfinite(param).all()):
+                    bad.append((param, group))
+        if not bad:
+            return
+        param, group = bad[0]
+        origin = optimizer.__dict__.get("_dtl_origin")
+        if origin and origin not in state.nonfinite_origins:
+            state.nonfinite_origins.append(origin)
+        eps = group.get("eps")
+        recorder.claim(
+            "nonfinite-params",
+            ("DTL404", "DTL401", "DTL403", "DTL305", "DTL505"),
+            f"{type(optimizer).__name__}.step() left {len(bad)} parameter tensor(s) with inf/NaN "
+            f"({_short(param.dtype)}" + (f", eps={eps:g}" if isinstance(eps, float) else "") + ")",
+            recorder.user_stack(),
+            origins=([origin] if origin else []) + state.origins(),
+            detail={"dtype": _short(param.dtype), "eps": eps, "optimizer": type(optimizer).__name__},
+            key=("nonfinite-params", id(optimizer)),
+        )
+
+    register_optimizer_step_pre_hook(pre_hook)
+    register_optimizer_step_post_hook(post_hook)
+
+
+# -- clipping -----------------------------------------------------------------------------------
+def _hook_clipping(state: State) -> None:
+    import torch.nn.utils as nn_utils
+    import torch.nn.utils.clip_grad as clip_grad
+
+    recorder = state.recorder
+    original = clip_grad.clip_grad_norm_
+
+    @functools.wraps(original)
+    def clip_grad_norm_(parameters, max_norm, *args, **kwargs):
+        if isinstance(parameters, torch.Tensor):
+            parameters = [parameters]
+        else:
+            parameters = list(parameters)
+        norm = original(parameters, max_norm, *args, **kwargs)
+        for scaler, _info in _pending_scalers(state):
+            scale = float(scaler.get_scale())
+            seen = float(norm)
+            recorder.claim(
+                "clip-before-unscale",
+                ("DTL303",),
+                f"clip_grad_norm_ saw a total norm of {seen:.4g} on gradients still multiplied by the loss "
+                f"scale {scale:g} (true norm about {seen / scale:.4g}); max_norm={max_norm} clipped scaled gradients",
+                recorder.user_stack(),
+                detail={"norm": seen, "scale": scale, "true_norm": seen / scale, "max_norm": float(max_norm)},
+            )
+        return norm
+
+    clip_grad.clip_grad_norm_ = clip_grad_norm_
+    nn_utils.clip_grad_norm_ = clip_grad_norm_
+
+
+# -- backward -----------------------------------------------------------------------------------
+def _hook_backward(state: State) -> None:
+    recorder = state.recorder
+    original = torch.Tensor.backward
+
+    @functools.wraps(original)
+    def backward(self, *args, **kwargs):
+        if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
+            stack = recorder.user_stack()
+            if stack:
+                recorder.claim(
+                    "backward-in-autocast",
+                    ("DTL204",),
+                    "backward() ran with autocast still enabled",
+                    stack,
+                )
+        return original(self, *args, **kwargs)
+
+    torch.Tensor.backward = backward
+
+
+# -- casts and global dtype state ---------------------------------------------------------------
+def _hook_casts(state: State) -> None:
+    recorder = state.recorder
+    module = torch.nn.Module
+
+    def hook(name, fixed_dtype):
+        original = getattr(module, name)
+
+        @functools.wraps(original)
+        def cast(self, *args, **kwargs):
+            dtype = fixed_dtype or _dtype_in(args, kwargs)
+            if dtype is not None and dtype.is_floating_point:
+                state.note_origin(state.module_casts, recorder.site(), _short(dtype))
+            return original(self, *args, **kwargs)
+
+        setattr(module, name, cast)
+
+    for name, dtype in (("half", torch.float16), ("bfloat16", torch.bfloat16), ("float", torch.float32),
+                        ("double", torch.float64), ("to", None), ("type", None)):
+        hook(name, dtype)
+
+    original_set_default = torch.set_default_dtype
+
+    @functools.wraps(original_set_default)
+    def set_default_dtype(dtype):
+        if dtype in LOW_PRECISION:
+            state.note_origin(state.default_dtype_sites, recorder.site(), _short(dtype))
+        return original_set_default(dtype)
+
+    torch.set_default_dtype = set_default_dtype
+    original_set_tensor_type = torch.set_default_tensor_type
+
+    @functools.wraps(original_set_tensor_type)
+    def set_default_tensor_type(kind):
+        if "Half" in str(kind) or "BFloat16" in str(kind):
+            state.note_origin(state.default_dtype_sites, recorder.site(), str(kind))
+        return original_set_tensor_type(kind)
+
+    torch.set_default_tensor_type = set_default_tensor_type
+
+
+def _hook_anomaly(state: State) -> None:
+    recorder = state.recorder
+    autograd = torch.autograd
+    original_set = autograd.set_detect_anomaly
+    original_detect_init = autograd.detect_anomaly.__init__
+
+    def claim():
+        stack = recorder.user_stack(sys._getframe(2))
+        if stack:
+            recorder.claim(
+                "anomaly-mode-enabled",
+                ("DTL705",),
+                "the program itself turned on autograd anomaly detection (every backward pays for it)",
+                stack,
+            )
+
+    class set_detect_anomaly(original_set):  # a class in torch: keep it usable as a context manager
+        def __init__(self, mode, check_nan=True):
+            if mode:
+                claim()
+            super().__init__(mode, check_nan)
+
+    def detect_init(self, *args, **kwargs):
+        claim()
+        original_detect_init(self, *args, **kwargs)
+
+    autograd.set_detect_anomaly = set_detect_anomaly
+    autograd.detect_anomaly.__init__ = detect_init
+
+
+# -- torch.distributed --------------------------------------------------------------------------
+def _hook_collectives(state: State) -> None:
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return
+    if not dist.is_available():
+        return
+    recorder = state.recorder
+    counter = [0]
+
+    def hook(name):
+        original = getattr(dist, name, None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def collective(*args, **kwargs):
+            counter[0] += 1
+            if counter[0] <= MAX_COLLECTIVES:
+                tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                for value in (*args, *kwargs.values()):
+                    if isinstance(value, (list, tuple)):
+                        tensors.extend(v for v in value if isinstance(v, torch.Tensor))
+                recorder.write(
+                    {
+                        "kind": "collective",
+                        "seq": counter[0],
+                        "op": name,
+                        "dtypes": [_short(t.dtype) for t in tensors],
+                        "shapes": [list(t.shape) for t in tensors],
+                        "site": recorder.site(),
+                        "stack": recorder.user_stack(),
+                    }
+                )
+            return original(*args, **kwargs)
+
+        setattr(dist, name, collective)
+
+    for name in ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                 "reduce_scatter_tensor", "reduce", "all_to_all_single", "gather", "scatter"):
+        hook(name)
+
+
+# -- warnings, exceptions, signals --------------------------------------------------------------
+def _hook_warnings(state: State) -> None:
+    recorder = state.recorder
+    original = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        family = messages.classify(str(message), messages.WARNING_FAMILIES)
+        if family is not None:
+            path = recorder.user_path(filename)
+            stack = [[path, lineno]] if path else recorder.user_stack()
+            recorder.claim(
+                family.name,
+                family.codes,
+                f"{category.__name__}: {str(message).strip()}",
+                stack,
+                detail={"family": family.label},
+            )
+        return original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+
+
+def record_exception(state: State, error: BaseException) -> None:
+    recorder = state.recorder
+    text = f"{type(error).__name__}: {error}".strip()
+    first_line = text.splitlines()[0][:500] if text else type(error).__name__
+    stack = recorder.traceback_stack(error.__traceback__)
+    family = messages.classify(text)
+    if family is None:
+        recorder.write({"kind": "exception", "message": first_line, "stack": stack})
+        return
+    origins = state.origins()
+    if family.name == "scaler-state":
+        origins = origins + state.scaler_sites
+    elif family.name == "anomaly-nan":
+        origins = origins + state.nonfinite_origins
+    recorder.claim(
+        family.name,
+        family.codes,
+        first_line,
+        stack,
+        origins=origins,
+        detail={"family": family.label, "exception": type(error).__name__},
+        key=("exception", first_line),
+    )
+
+
+def _hook_exceptions(state: State) -> None:
+    original = sys.excepthook
+
+    def excepthook(kind, error, tb):
+        try:
+            record_exception(state, error)
+        except Exception:  # noqa: BLE001 - the user's traceback matters more than ours
+            pass
+        original(kind, error, tb)
+
+    sys.excepthook = excepthook
+    original_thread_hook = threading.excepthook
+
+    def thread_excepthook(args):
+        try:
+            if args.exc_value is not None:
+                record_exception(state, args.exc_value)
+        except Exception:  # noqa: BLE001
+            pass
+        original_thread_hook(args)
+
+    threading.excepthook = thread_excepthook
+
+
+def _hook_signals(state: State) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_term(signum, frame):
+        state.recorder.write({"kind": "terminated", "signal": signal.Signals(signum).name})
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):
+        pass

@@ -1,0 +1,137 @@
+"""Run the program in a child process with the companion injected, and bring back the evidence.
+
+Injection is a directory holding ``sitecustomize.py`` prepended to PYTHONPATH, plus one
+environment variable naming a JSON config. Every Python process the program starts inherits both,
+so every rank torchrun or accelerate spawns runs the companion too; the launchers themselves are
+recognised and left alone.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from dtype_lint.runtime import protocol
+from dtype_lint.runtime.program import Program
+
+# After a timeout: how long the program gets to die from SIGTERM before SIGKILL.
+TERM_GRACE_S = 5.0
+
+
+@dataclasses.dataclass
+class RunResult:
+    returncode: int | None  # None: never started
+    timed_out: bool
+    seconds: float
+    records: list[dict[str, Any]]
+    output_tail: list[str]
+    start_error: str | None = None
+
+
+def _pump(stream, tail: collections.deque, echo) -> None:
+    for raw in iter(stream.readline, b""):
+        text = raw.decode("utf-8", errors="replace")
+        tail.append(text.rstrip("\n"))
+        if echo is not None:
+            try:
+                echo.write(text)
+                echo.flush()
+            except (OSError, ValueError):
+                echo = None
+    stream.close()
+
+
+def _kill_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_recorded(records: list[dict[str, Any]], sig: int) -> None:
+    """Ranks a launcher put in their own sessions: the companion recorded their pids at start."""
+    for record in records:
+        if record.get("kind") == "start" and isinstance(record.get("pid"), int):
+            try:
+                os.kill(record["pid"], sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def run_program(
+    program: Program,
+    *,
+    flagged: dict[str, list[int]],
+    steps: int,
+    timeout: float,
+    device: str,
+    echo=sys.stderr,
+) -> RunResult:
+    workdir = tempfile.mkdtemp(prefix="dtype-lint-confirm-")
+    evidence_dir = os.path.join(workdir, "evidence")
+    os.mkdir(evidence_dir)
+    config_path = os.path.join(workdir, "config.json")
+    protocol.write_config(
+        config_path,
+        {
+            "evidence_dir": evidence_dir,
+            "steps": steps,
+            "device": device,
+            "roots": [program.root],
+            "flagged": flagged,
+        },
+    )
+    env = dict(os.environ)
+    env[protocol.CONFIG_ENV] = config_path
+    paths = [protocol.BOOTSTRAP_DIR, protocol.PACKAGE_PARENT]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    tail: collections.deque = collections.deque(maxlen=30)
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            list(program.command),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as error:
+        shutil.rmtree(workdir, ignore_errors=True)
+        return RunResult(None, False, 0.0, [], [], start_error=f"cannot run {program.command[0]}: {error.strerror}")
+    pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo), daemon=True)
+    pump.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process, signal.SIGTERM)
+        _kill_recorded(protocol.read_evidence(evidence_dir), signal.SIGTERM)
+        try:
+            process.wait(timeout=TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(process, signal.SIGKILL)
+            _kill_recorded(protocol.read_evidence(evidence_dir), signal.SIGKILL)
+            process.wait()
+    except KeyboardInterrupt:
+        _kill_group(process, signal.SIGKILL)
+        process.wait()
+        raise
+    pump.join(timeout=5)
+    seconds = time.monotonic() - started
+    records = protocol.read_evidence(evidence_dir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return RunResult(process.returncode, timed_out, seconds, records, list(tail))

@@ -1,0 +1,112 @@
+"""The confirm report: a verdict table (text) or the check findings plus verdict/evidence (json)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, TextIO
+
+from dtype_lint.runtime.verdicts import CONFIRMED, RUNTIME_ONLY, Verdict
+
+
+def display_path(path: str) -> str:
+    if not path:
+        return "?"
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _evidence_json(claim: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "what": claim["what"],
+        "message": claim["message"],
+        "step": claim.get("step", 0),
+        "ranks": claim.get("ranks", []),
+        "stack": [{"path": display_path(p), "line": line} for p, line in claim.get("stack") or []],
+        "origins": [{"path": display_path(p), "line": line} for p, line in claim.get("origins") or []],
+        "detail": claim.get("detail", {}),
+    }
+
+
+def _where(claim: dict[str, Any]) -> str:
+    ranks = claim.get("ranks") or [0]
+    rank_text = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ",".join(str(r) for r in ranks)
+    return f"step {claim.get('step', 0)}, {rank_text}"
+
+
+def _run_json(run: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in run.items() if key != "output_tail"}
+
+
+def render_json(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list[Verdict], out: TextIO) -> None:
+    findings = []
+    for verdict in verdicts:
+        data = verdict.finding.to_json()
+        data["path"] = display_path(verdict.finding.path)
+        data["verdict"] = verdict.verdict
+        data["note"] = verdict.note
+        data["evidence"] = [_evidence_json(claim) for claim in verdict.evidence]
+        findings.append(data)
+    extra = []
+    for verdict in runtime_only:
+        claim = verdict.evidence[0]
+        extra.append(
+            {
+                "path": display_path(verdict.path),
+                "line": verdict.line,
+                "column": 1,
+                "end_line": verdict.line,
+                "end_column": 1,
+                "code": None,
+                "name": verdict.what,
+                "message": claim["message"],
+                "confidence": None,
+                "fix": None,
+                "verdict": RUNTIME_ONLY,
+                "related_codes": list(verdict.related_codes),
+                "evidence": [_evidence_json(claim)],
+            }
+        )
+    json.dump({"run": _run_json(run), "findings": findings, "runtime_only": extra}, out, indent=2)
+    out.write("\n")
+
+
+def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list[Verdict], out: TextIO) -> None:
+    out.write(f"dtype-lint confirm: {run['command']}\n")
+    out.write(f"  {run['outcome']}\n")
+    if run.get("device_note"):
+        out.write(f"  {run['device_note']}\n")
+    for line in run.get("problems", []):
+        out.write(f"  {line}\n")
+    if run.get("output_tail") and run.get("show_tail"):
+        out.write("  last lines of the program's output:\n")
+        for line in run["output_tail"][-10:]:
+            out.write(f"    | {line}\n")
+    out.write("\n")
+    if not verdicts and not runtime_only:
+        out.write("No static findings, and nothing seen at run time.\n")
+    for verdict in verdicts:
+        finding = verdict.finding
+        location = f"{display_path(finding.path)}:{finding.line}:{finding.column}"
+        out.write(f"{location}: {finding.code} {finding.name}  {verdict.verdict.upper()}\n")
+        out.write(f"    {finding.message}\n")
+        for claim in verdict.evidence[:3]:
+            out.write(f"    evidence ({_where(claim)}): {claim['message']}\n")
+        if verdict.note and verdict.verdict != CONFIRMED:
+            out.write(f"    ({verdict.note})\n")
+    if runtime_only:
+        out.write("\nSeen at run time with no static finding (runtime-only):\n")
+        for verdict in runtime_only:
+            claim = verdict.evidence[0]
+            related = "/".join(verdict.related_codes[:4]) + ("/..." if len(verdict.related_codes) > 4 else "")
+            out.write(f"{display_path(verdict.path)}:{verdict.line}: {verdict.what}  RUNTIME-ONLY (like {related})\n")
+            out.write(f"    {claim['message']} ({_where(claim)})\n")
+    counts: dict[str, int] = {}
+    for verdict in verdicts + runtime_only:
+        counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
+    order = ("confirmed", "not reproduced", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
+    summary = ", ".join(f"{counts[name]} {name}" for name in order if counts.get(name))
+    out.write(f"\n{summary or 'nothing to report'}\n")

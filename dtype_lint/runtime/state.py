@@ -1,0 +1,57 @@
+"""The child's shared state: what the hooks and the observer learn as the program runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import weakref
+from typing import Any
+
+from dtype_lint.runtime.recorder import Recorder
+
+MAX_ORIGINS = 16
+
+
+@dataclasses.dataclass
+class State:
+    recorder: Recorder
+    step_limit: int
+    emulated: bool
+    in_scaler_step: bool = False
+    # Emulated torch.autocast("cuda") contexts currently entered (CUDA's fp32 op policy applies).
+    cuda_autocast_depth: int = 0
+    autocast_dtypes_seen: set = dataclasses.field(default_factory=set)
+    scalers: Any = dataclasses.field(default_factory=weakref.WeakSet)
+    # User lines that changed dtypes globally or of whole modules: [path, line, dtype].
+    module_casts: list = dataclasses.field(default_factory=list)
+    default_dtype_sites: list = dataclasses.field(default_factory=list)
+    # Lines of the scaler protocol (scale(), a step that bypassed the scaler): GradScaler's own
+    # errors (m11) raise later, in update(), and are explained by these.
+    scaler_sites: list = dataclasses.field(default_factory=list)
+    # Once a step left inf/NaN in the weights, every later inf/NaN descends from it: those claims
+    # also point at the optimizer's construction.
+    nonfinite_origins: list = dataclasses.field(default_factory=list)
+
+    def origins(self) -> list[list]:
+        """Lines that set up low-precision state; attached to claims those lines may explain."""
+        return [entry[:2] for entry in self.module_casts + self.default_dtype_sites]
+
+    def note_origin(self, bucket: list, site: list | None, dtype: str) -> None:
+        if site is not None and len(bucket) < MAX_ORIGINS and [*site, dtype] not in bucket:
+            bucket.append([*site, dtype])
+
+    def count_step(self) -> None:
+        """One optimizer step is about to run; after ``step_limit`` of them the run ends here."""
+        if self.recorder.step >= self.step_limit:
+            self.stop(f"stopped after {self.step_limit} optimizer steps")
+        self.recorder.step += 1
+
+    def stop(self, reason: str) -> None:
+        self.recorder.write({"kind": "stop", "reason": reason})
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(0)  # not SystemExit: a user's `except BaseException` must not keep training

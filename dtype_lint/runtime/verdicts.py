@@ -1,0 +1,179 @@
+"""Static findings + runtime evidence -> one verdict per finding, plus runtime-only findings.
+
+A claim confirms a finding when it supports the finding's rule and one of its user lines (the
+stack where it happened, or an origin line that set it up) falls inside the finding's range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from dtype_lint.findings import Finding
+
+CONFIRMED = "confirmed"
+NOT_REPRODUCED = "not reproduced"
+NOT_REACHED = "not reached"
+NEEDS_GPU = "needs GPU"
+RUNTIME_ONLY = "runtime-only"
+NOT_RUN = "not run"
+
+# Defects that only show on a CUDA device: a CPU run (real or emulated) cannot refute them.
+CUDA_ONLY = {
+    "DTL203": "bf16 support is a property of the GPU (m13 raises on pre-Ampere devices)",
+    "DTL207": "binary_cross_entropy raises under autocast only on CUDA (m12)",
+    "DTL301": "the bf16 unscale kernel error (m10) is CUDA-only",
+    "DTL603": "8/4-bit quantized models need CUDA (bitsandbytes)",
+    "DTL701": "TF32 changes numerics only on Ampere+ GPUs",
+}
+
+
+@dataclasses.dataclass
+class Verdict:
+    finding: Finding | None  # None for runtime-only
+    verdict: str
+    evidence: list[dict[str, Any]]
+    note: str = ""
+    # For runtime-only rows: where and what.
+    path: str = ""
+    line: int = 0
+    what: str = ""
+    related_codes: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass
+class RunSummary:
+    processes: int
+    ranks: list[int]
+    emulated: bool
+    cuda: bool
+    stopped: str | None
+    terminated: bool
+    start_errors: list[str]
+    companion_errors: list[str]
+    exceptions: list[dict[str, Any]]
+
+
+def summarize(records: list[dict[str, Any]]) -> RunSummary:
+    starts = [r for r in records if r["kind"] == "start"]
+    stops = [r["reason"] for r in records if r["kind"] == "stop"]
+    return RunSummary(
+        processes=len(starts),
+        ranks=sorted({int(r.get("rank", 0)) for r in starts}),
+        emulated=any(r.get("emulated") for r in starts),
+        cuda=any(r.get("cuda") for r in starts),
+        stopped=stops[0] if stops else None,
+        terminated=any(r["kind"] == "terminated" for r in records),
+        start_errors=sorted({r["message"] for r in records if r["kind"] == "start-error"}),
+        companion_errors=sorted({r["message"] for r in records if r["kind"] == "companion-error"}),
+        exceptions=[r for r in records if r["kind"] == "exception"],
+    )
+
+
+def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranks that sent different dtypes into the same collective call (by call order)."""
+    by_seq: dict[int, dict[int, dict[str, Any]]] = {}
+    for record in records:
+        if record["kind"] == "collective":
+            by_seq.setdefault(record["seq"], {}).setdefault(int(record.get("rank", 0)), record)
+    claims = []
+    for seq in sorted(by_seq):
+        ranks = by_seq[seq]
+        if len(ranks) < 2 or len({tuple(r["dtypes"]) for r in ranks.values()}) < 2:
+            continue
+        op = next(iter(ranks.values()))["op"]
+        parts = ", ".join(f"rank {rank} sent {'/'.join(r['dtypes']) or '?'}" for rank, r in sorted(ranks.items()))
+        stack: list[list] = []
+        for _rank, record in sorted(ranks.items()):
+            for frame in record.get("stack") or []:
+                if frame not in stack:
+                    stack.append(frame)
+        claims.append(
+            {
+                "kind": "claim",
+                "what": "rank-dependent-dtype",
+                "codes": ["DTL703"],
+                "message": f"{op} call #{seq}: {parts}",
+                "stack": stack,
+                "origins": [],
+                "detail": {"op": op, "seq": seq, "dtypes": {str(k): v["dtypes"] for k, v in sorted(ranks.items())}},
+                "rank": sorted(ranks),
+                "step": max(int(r.get("step", 0)) for r in ranks.values()),
+            }
+        )
+        break  # the first mismatch explains the rest
+    return claims
+
+
+def _in_range(finding: Finding, path: str, line: int) -> bool:
+    return path == finding.path and finding.line <= line <= max(finding.end_line, finding.line)
+
+
+def _merge(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One claim per (what, innermost line, message) across ranks, with every rank listed."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for claim in claims:
+        top = tuple(claim["stack"][0]) if claim.get("stack") else None
+        key = (claim["what"], top, claim["message"])
+        ranks = claim["rank"] if isinstance(claim.get("rank"), list) else [int(claim.get("rank", 0))]
+        if key in merged:
+            entry = merged[key]
+            entry["ranks"] = sorted(set(entry["ranks"]) | set(ranks))
+            entry["step"] = min(entry["step"], int(claim.get("step", 0)))
+        else:
+            entry = dict(claim)
+            entry.pop("rank", None)
+            entry["ranks"] = sorted(set(ranks))
+            entry["step"] = int(claim.get("step", 0))
+            merged[key] = entry
+    return list(merged.values())
+
+
+def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list[Verdict], list[Verdict], RunSummary]:
+    """Findings must carry absolute paths (as the evidence does)."""
+    summary = summarize(records)
+    claims = _merge([r for r in records if r["kind"] == "claim"] + collective_claims(records))
+    reached = {(r["path"], r["line"]) for r in records if r["kind"] == "reach"}
+    for claim in claims:
+        reached.update(tuple(frame) for frame in claim.get("stack") or [])
+    used: set[int] = set()
+    verdicts: list[Verdict] = []
+    for finding in findings:
+        if finding.code == "DTL001":
+            verdicts.append(Verdict(finding, NOT_RUN, [], "the file does not parse"))
+            continue
+        matched = []
+        for index, claim in enumerate(claims):
+            if finding.code not in claim["codes"]:
+                continue
+            lines = (claim.get("stack") or []) + (claim.get("origins") or [])
+            if any(_in_range(finding, path, line) for path, line in lines):
+                matched.append(claim)
+                used.add(index)
+        ran = any(_in_range(finding, path, line) for path, line in reached)
+        if matched:
+            verdicts.append(Verdict(finding, CONFIRMED, matched))
+        elif finding.code in CUDA_ONLY and not summary.cuda:
+            note = CUDA_ONLY[finding.code] + ("" if ran else "; the line never ran")
+            verdicts.append(Verdict(finding, NEEDS_GPU, [], note))
+        elif ran:
+            verdicts.append(Verdict(finding, NOT_REPRODUCED, [], "the line ran; nothing wrong was seen"))
+        else:
+            verdicts.append(Verdict(finding, NOT_REACHED, [], "the line never ran"))
+    runtime_only = []
+    for index, claim in enumerate(claims):
+        if index in used:
+            continue
+        lines = (claim.get("stack") or []) + (claim.get("origins") or [])
+        top = lines[0] if lines else ["", 0]
+        runtime_only.append(
+            Verdict(None, RUNTIME_ONLY, [claim], path=top[0], line=int(top[1]), what=claim["what"],
+                    related_codes=tuple(claim["codes"]))
+        )
+    runtime_only.sort(key=lambda v: (v.path, v.line, v.what))
+    return verdicts, runtime_only, summary
+
+
+def absolute(finding: Finding) -> Finding:
+    return dataclasses.replace(finding, path=os.path.abspath(finding.path))

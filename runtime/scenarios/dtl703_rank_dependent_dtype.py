@@ -1,0 +1,40 @@
+"""Data-parallel training whose metric reduction picks its dtype per rank.
+
+Defect (DTL703): rank 0 keeps its running loss in float64 "for exact logs", the other ranks in
+float32; `all_reduce` then pairs tensors of different dtypes across ranks. NCCL returns garbage
+or hangs; gloo aborts with "Received data size doesn't match expected size".
+Run: torchrun --nproc-per-node 2 dtl703_rank_dependent_dtype.py
+"""
+
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    torch.manual_seed(rank)
+    model = DDP(nn.Linear(8, 1).cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(5):
+        x = torch.randn(16, 8, device="cuda")
+        loss = (model(x) - 1.0).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        stats_dtype = torch.float64 if rank == 0 else torch.float32
+        stats = torch.tensor([loss.item(), 1.0], dtype=stats_dtype, device="cuda")  # defect: DTL703
+        dist.all_reduce(stats)
+        if rank == 0:
+            print(f"step {step} mean loss {(stats[0] / stats[1]).item():.4f}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
