@@ -200,3 +200,14 @@ def test_stdin_filename_names_the_file_and_finds_its_config(tmp_path):
         stdin=_notebook("import torch\n", "s = torch.cuda.amp.GradScaler()"),
     )
     assert notebook.stdout.startswith("nb.ipynb:cell 2:1:5: DTL201"), notebook.stdout
+
+
+def test_sarif_notebook_fingerprints_survive_a_cell_inserted_above(tmp_path):
+    defect_cell = "x = 1\ns = torch.cuda.amp.GradScaler()"
+    (tmp_path / "nb.ipynb").write_text(_notebook("import torch\n", defect_cell))
+    (before,) = _results(_sarif(tmp_path, "nb.ipynb"))
+    (tmp_path / "nb.ipynb").write_text(_notebook("import torch\n", "# setup\nseed = 0\n", "\n" + defect_cell))
+    (after,) = _results(_sarif(tmp_path, "nb.ipynb"))
+    assert (before["properties"]["cell"], after["properties"]["cell"]) == (2, 3)
+    assert after["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert after["partialFingerprints"] == before["partialFingerprints"]
