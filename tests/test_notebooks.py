@@ -161,3 +161,21 @@ def test_fix_of_a_cell_held_as_one_string_and_on_stdin(tmp_path):
     assert fixed["cells"][0]["source"] == 'import torch\nscaler = torch.amp.GradScaler("cuda")'
     piped = run_cli("fix", *ONLY, "--stdin-filename", "nb.ipynb", "-", cwd=tmp_path, stdin=original)
     assert json.loads(piped.stdout) == fixed
+
+
+def test_dtype_facts_flow_from_cell_to_cell(tmp_path):
+    # The model is halved in one cell and called three cells later, with a markdown cell between.
+    content = notebook(
+        cell("import torch\nmodel = torch.nn.Linear(10, 2)"),
+        cell("model = model.half()"),
+        cell("Now the inputs.", kind="markdown"),
+        cell("inputs = torch.randn(1, 10)"),
+        cell("%%time\noutput = model(inputs)"),
+    )
+    (tmp_path / "nb.ipynb").write_text(content)
+    result = run_cli("check", "--no-cache", "--select", "DTL101", "--format", "json", "nb.ipynb", cwd=tmp_path)
+    assert [(f["code"], f["cell"], f["line"]) for f in json.loads(result.stdout)] == [("DTL101", 5, 2)]
+    fixed = run_cli("fix", "--select", "DTL101", "--unsafe-fixes", "nb.ipynb", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    cells = json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
+    assert cells[4]["source"] == "%%time\noutput = model(inputs.to(next(model.parameters()).dtype))"
