@@ -40,7 +40,9 @@ class _AutocastScope(Rule):
                     for target in node.targets:
                         text = dotted_name(target.target)
                         if text is not None:
-                            bound.setdefault(text, []).append(_context_value(names, node.value))
+                            value = node.value
+                            key = f"{text}()" if _autocast_partial(names, value) is not None else text
+                            bound.setdefault(key, []).append(_context_value(names, value))
 
             self.ctx.module.visit(Finder())
             self._context_names = {
@@ -56,9 +58,12 @@ class _AutocastScope(Rule):
         if info is not None:
             return info, f"the `{self.ctx.code_for(info.node.func)}` block"
         for item in with_node.items:
-            text = dotted_name(item.item)
-            if text is not None and text in self._bound_contexts():
-                return self._bound_contexts()[text], f"the `{text}` autocast block"
+            # ``with ctx:`` (a bound context) or ``with amp_autocast():`` (a bound partial)
+            value = item.item
+            key = dotted_name(value) if not isinstance(value, cst.Call) else _partial_key(value)
+            if key is not None and key in self._bound_contexts():
+                text = self.ctx.code_for(value)
+                return self._bound_contexts()[key], f"the `{text}` autocast block"
         return None
 
     def enclosing_autocast(self, node: cst.CSTNode) -> tuple[cst.With, AutocastInfo, str] | None:
@@ -76,10 +81,19 @@ class _AutocastScope(Rule):
         return None
 
 
+def _partial_key(call: cst.Call) -> str | None:
+    """``amp_autocast()`` -> "amp_autocast()", the key a bound partial is stored under."""
+    text = dotted_name(call.func)
+    return f"{text}()" if text is not None and not call.args else None
+
+
 def _context_value(names, value: cst.BaseExpression) -> AutocastInfo | None:
     info = autocast_info(names, value)
     if info is not None:
         return info
+    partial = _autocast_partial(names, value)
+    if partial is not None:
+        return partial
     if isinstance(value, cst.IfExp):
         branches = [autocast_info(names, value.body), autocast_info(names, value.orelse)]
         others = [value.orelse, value.body]
@@ -88,6 +102,15 @@ def _context_value(names, value: cst.BaseExpression) -> AutocastInfo | None:
                 # Enabled on one branch only: it may be on at run time.
                 return AutocastInfo(info.device, info.dtype, None, info.node)
     return None
+
+
+def _autocast_partial(names, value: cst.BaseExpression) -> AutocastInfo | None:
+    """timm's ``amp_autocast = partial(torch.autocast, device_type="cuda", dtype=torch.float16)``."""
+    if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
+        return None
+    if names.matches(value.func, "functools.partial") is None:
+        return None
+    return autocast_info(names, value.with_changes(func=value.args[0].value, args=value.args[1:]))
 
 
 def _is_null_context(names, node: cst.BaseExpression) -> bool:

@@ -72,7 +72,7 @@ def explain(value: "Value", dtype: str | None = None) -> str:
     since = value.since(dtype) if dtype else value.since()
     text = value.describe()
     if value.partial:
-        text += " on the paths the analysis follows"
+        text += " where known"
     if not since and value.autocast:
         from dtype_lint.facts.flow.values import LONG_NAMES
 

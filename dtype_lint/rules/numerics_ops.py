@@ -26,8 +26,8 @@ from dtype_lint.rules.numerics_facts import (
 SENSITIVE = {
     "exp": ((FP16,), "exp overflows float16 above 11.09"),
     "expm1": ((FP16,), "expm1 overflows float16 above 11.09"),
-    "pow": ((FP16,), "squares overflow float16 above 256"),
-    "square": ((FP16,), "squares overflow float16 above 256"),
+    "pow": ((FP16,), "squares overflow float16 above 256 and flush to 0 below 2.4e-4"),
+    "square": ((FP16,), "squares overflow float16 above 256 and flush to 0 below 2.4e-4"),
     "var": ((FP16,), "a variance above 65504 (|x| > 256) is inf in float16"),
     "std": ((FP16,), "the variance overflows float16 for |x| > 256"),
     "var_mean": ((FP16,), "a variance above 65504 is inf in float16"),
@@ -36,12 +36,9 @@ SENSITIVE = {
     "vector_norm": ((FP16,), "a norm above 65504 is inf in float16"),
     "softmax": ((FP16,), "float16 probabilities keep 3 significant digits and underflow below 6e-8"),
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
-    "log": ((FP16,), "log of float16 underflowed values is -inf"),
-    "sum": ((FP16,), "a sum above 65504 is inf in float16"),
     "prod": ((FP16,), "products overflow float16 quickly"),
     "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
     "cumprod": ((FP16, BF16), "running products overflow or lose precision"),
-    "rsqrt": ((FP16,), "rsqrt of a float16 value below 6e-8 (underflowed to 0) is inf"),
 }
 # Accepted spellings: torch.X, torch.linalg.X, torch.nn.functional.X and methods.
 QUALIFIED_PREFIXES = ("torch.", "torch.linalg.", "torch.nn.functional.", "torch.special.")
@@ -55,12 +52,16 @@ def _qualified_ok(qualified: str | None, name: str) -> bool:
 
 class LowpSensitiveOp(Rule):
     """## What it does
-    Flags `exp`, `pow`/`**`, `var`/`std`, `norm`, `softmax`/`log_softmax`, `log`, `sum`,
-    `prod`, `cumsum`/`cumprod` and `rsqrt` applied, outside an enabled autocast region, to a
-    tensor the dtype flow knows is float16 (for `cumsum`/`cumprod` also bfloat16): custom norms
-    written as `x.pow(2).mean(-1)`, losses written with `exp`/`log`, manual softmax. Ops given
-    `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))`, and powers below 2 are
-    not flagged. The message names the tensor's dtype and where it was set.
+    Flags `exp`, `pow`/`**`/`square`, `var`/`std`, `norm`, `softmax`/`log_softmax`, `prod` and
+    `cumsum`/`cumprod` applied, outside an enabled autocast region, to a tensor the dtype flow
+    knows is float16 (for `cumsum`/`cumprod` also bfloat16): custom norms written as
+    `x.pow(2).mean(-1)`, losses written with `exp`, manual softmax. Ops given
+    `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
+    powers below 2 and
+    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt` and `sum`
+    are left out on purpose: their float16 failures come from a vanished epsilon (DTL504) or
+    from sums so large they are rare, and flagging every float16 `.sum()` would bury the rest.
+    The message names the tensor's dtype and where it was set.
 
     ## Why is this bad?
     CUDA autocast runs exactly these ops in float32 because float16's range ends at 65504:
@@ -91,7 +92,7 @@ class LowpSensitiveOp(Rule):
 
     code = "DTL503"
     name = "lowp-sensitive-op"
-    summary = "Overflow-prone op (exp, pow, var, norm, softmax, sum...) on a float16 tensor outside autocast"
+    summary = "Overflow-prone op (exp, pow, var, norm, softmax, cumsum...) on a float16 tensor outside autocast"
     triggers = tuple(SENSITIVE) + ("**",)
     valid = (
         # float32 on purpose before the sensitive ops.
@@ -123,12 +124,14 @@ class LowpSensitiveOp(Rule):
             exponent = argument(node, "exponent", 0 if shape.receiver is not None else 1)
             if exponent is None or not self._big_exponent(exponent.value):
                 return
-        if shape.name == "exp" and _is_max_shifted(self.ctx, tensor):
+        if shape.name in ("exp", "expm1") and _is_max_shifted(self.ctx, tensor):
+            return
+        if shape.name == "pow" and _is_bounded(self.ctx, tensor):
             return
         self._check(node, tensor, shape.name, self.ctx.code_for(node.func).strip())
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Power) and self._big_exponent(node.right):
+        if isinstance(node.operator, cst.Power) and self._big_exponent(node.right) and not _is_bounded(self.ctx, node.left):
             self._check(node, node.left, "pow", "**")
 
     def _big_exponent(self, expr: cst.BaseExpression) -> bool:
@@ -157,12 +160,41 @@ class LowpSensitiveOp(Rule):
         self.report(node, message, confidence=confidence)
 
 
+def _definitions(ctx, tensor: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``tensor`` and, for a local name, the expressions assigned to it that reach here."""
+    if isinstance(tensor, cst.Name):
+        return [tensor] + [value for value, _ in facts(ctx).reaching(tensor)]
+    return [tensor]
+
+
 def _is_max_shifted(ctx, tensor: cst.BaseExpression) -> bool:
     """``x - x.max(-1, keepdim=True).values`` / ``x - amax`` / ``x - logsumexp``: at most 0."""
-    if not isinstance(tensor, cst.BinaryOperation) or not isinstance(tensor.operator, cst.Subtract):
-        return False
-    text = ctx.code_for(tensor.right)
-    return any(word in text for word in ("max(", "amax(", "logsumexp(", ".max"))
+    for candidate in _definitions(ctx, tensor):
+        if isinstance(candidate, cst.BinaryOperation) and isinstance(candidate.operator, cst.Subtract):
+            text = ctx.code_for(candidate.right)
+            if any(word in text for word in ("max(", "amax(", "logsumexp(", ".max")):
+                return True
+        if isinstance(candidate, cst.Call):
+            # log-probabilities are <= 0: exp of them is a probability
+            text = ctx.code_for(candidate.func)
+            if any(word in text for word in ("log_softmax", "logsigmoid", "log_sigmoid")):
+                return True
+    return False
+
+
+def _is_bounded(ctx, base: cst.BaseExpression) -> bool:
+    """A base known to lie in [0, 1]: probabilities (softmax/sigmoid) and their complements
+    (``1 - pt``, as in focal losses); squaring them cannot overflow."""
+    for candidate in _definitions(ctx, base):
+        if isinstance(candidate, cst.BinaryOperation) and isinstance(candidate.operator, cst.Subtract):
+            one = number(ctx, candidate.left)
+            if one is not None and one.value == 1:
+                return True
+        if isinstance(candidate, cst.Call):
+            text = ctx.code_for(candidate.func)
+            if any(word in text for word in ("softmax", "sigmoid")):
+                return True
+    return False
 
 
 # -- DTL505 ------------------------------------------------------------------------------------
@@ -177,7 +209,9 @@ class LowpAccumulation(Rule):
     tensor is float16 or bfloat16 according to the dtype flow (a loss computed by a `.half()`
     model outside autocast, a bfloat16 metric) and the accumulator is not a float32 tensor (a
     Python `0`/`0.0` turns into a tensor of the added dtype on the first step). Additions of
-    `.item()` or `.float()` values are float32 or Python floats and are not flagged.
+    `.item()` or `.float()` values are float32 or Python floats and are not flagged; a
+    transformers `outputs.loss` is reported only at low confidence, because those models
+    compute their loss in float32 even when loaded in half precision.
 
     ## Why is this bad?
     Once the sum is large, each addend is smaller than half a unit in the last place and
@@ -246,7 +280,7 @@ class LowpAccumulation(Rule):
         value = self.ctx.flow.value_of(added)
         if value is None or value.kind != "tensor" or not value.dtypes:
             return
-        if value.only(FP16, BF16):
+        if value.dtypes <= frozenset({FP16, BF16}) and not self._model_loss(added):
             confidence = Confidence.MEDIUM
         elif value.may_be(FP16, BF16):
             confidence = Confidence.LOW
@@ -263,6 +297,21 @@ class LowpAccumulation(Rule):
             "add `.float()` (or `.item()`) to the addend"
         )
         self.report(node, message, confidence=confidence, fix=self._fix(added))
+
+    def _model_loss(self, added: cst.BaseExpression) -> bool:
+        """``outputs.loss`` / ``outputs["loss"]`` (directly or through a name): transformers
+        models compute their loss in float32 even when loaded in half precision."""
+        candidates = [added]
+        if isinstance(added, cst.Name):
+            candidates += [value for value, _ in facts(self.ctx).reaching(added)]
+        for candidate in candidates:
+            while isinstance(candidate, cst.Call) and isinstance(candidate.func, cst.Attribute):
+                candidate = candidate.func.value  # outputs.loss.detach()
+            if isinstance(candidate, cst.Attribute) and candidate.attr.value == "loss":
+                return True
+            if isinstance(candidate, cst.Subscript) and "loss" in self.ctx.code_for(candidate.slice[0]):
+                return True
+        return False
 
     def _fix(self, added: cst.BaseExpression) -> Fix:
         text = self.ctx.code_for(added).strip()
@@ -388,7 +437,18 @@ class FactoryDefaultDtype(Rule):
                 break
 
     def _factory(self, expr: cst.BaseExpression) -> cst.Call | None:
-        """The default-dtype factory call ``expr`` is (or a local name holds), else None."""
+        """The default-dtype factory call ``expr`` is (or a local name holds, or a slice of it,
+        or it times a number: ``torch.randn(shape) * noise_scale``), else None."""
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                other_value = self.ctx.flow.value_of(other)
+                if other_value is None or other_value.kind != "tensor":
+                    found = self._factory(side)
+                    if found is not None:
+                        return found
+            return None
         if isinstance(expr, cst.Name):
             reaching = facts(self.ctx).reaching(expr)
             if len(reaching) != 1:
