@@ -1,0 +1,53 @@
+"""Golden files: every ``fixtures/**/X.py`` with a sibling ``X.fixed.py`` is fixed with
+``--unsafe-fixes`` and must give exactly ``X.fixed.py``.
+
+Fixture files carry ``# expect: DTL...`` comments for the harness in test_fixtures.py; the fixer
+keeps comments, so an input's expect comments would survive into its output while the expected
+file marks only the findings that remain. Both sides are compared with expect comments removed.
+Settings come from the nearest pyproject.toml, as for a user (``fixtures/fixes/transformers_4_56``
+targets transformers 4.56, which turns DTL601's rename into a fix).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+import pytest
+
+from conftest import FIXTURES
+from dtype_lint.config import load_settings
+from dtype_lint.fixer import FixOptions, fix_bytes
+
+EXPECT_COMMENT = re.compile(r"[ \t]*#\s*expect:[^\r\n]*")
+PAIRS = sorted(
+    (path, path.with_name(path.name[: -len(".py")] + ".fixed.py"))
+    for path in FIXTURES.rglob("*.py")
+    if not path.name.endswith(".fixed.py") and path.with_name(path.name[: -len(".py")] + ".fixed.py").exists()
+)
+
+
+def _without_expectations(text: str) -> str:
+    return EXPECT_COMMENT.sub("", text)
+
+
+def _fix(path):
+    settings = load_settings(str(path))
+    return fix_bytes(path.read_bytes(), str(path), settings, FixOptions(unsafe=True, write=False))
+
+
+@pytest.mark.parametrize("source,expected", PAIRS, ids=[str(s.relative_to(FIXTURES)) for s, _ in PAIRS])
+def test_fix_gives_the_golden_file(source, expected):
+    result = _fix(source)
+    assert result.failure is None and not result.internal_errors, (result.failure, result.internal_errors)
+    assert result.changed, f"{source.name}: no fix applied"
+    actual = result.output.decode("utf-8")
+    assert _without_expectations(actual) == _without_expectations(expected.read_text(encoding="utf-8"))
+    cst.parse_module(actual)
+
+
+@pytest.mark.parametrize("source,expected", PAIRS, ids=[str(s.relative_to(FIXTURES)) for s, _ in PAIRS])
+def test_golden_file_is_a_fixed_point(source, expected):
+    result = _fix(expected)
+    assert not result.changed, result.diff
+
