@@ -1,0 +1,556 @@
+"""DTL3xx rules about what a GradScaler scales: bf16 (needs no scaler), fp16 parameters (cannot
+be unscaled), gradient accumulation (one scale per effective batch), fp32 (nothing to scale)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.amp import dtype_literal, literal_bool
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.scaler import Kind
+from dtype_lint.facts.training import call_name, is_true, keyword, positional, string_value, training_facts, walk
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.rules.base import Invalid, Rule
+
+
+def _line(ctx, node: cst.CSTNode) -> int:
+    return ctx.position(node).start.line
+
+
+def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression | None]:
+    """A GradScaler construction's literal ``enabled`` (True when omitted; None at run time)."""
+    node = keyword(call, "enabled")
+    if node is None:
+        # torch.amp.GradScaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled);
+        # torch.cuda.amp.GradScaler has no device argument.
+        position = 5 if ctx.names.matches(call.func, "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler") else 4
+        node = positional(call, position)
+    if node is None:
+        return True, None
+    return literal_bool(node), node
+
+
+def _assigned_target(ctx, call: cst.Call) -> str | None:
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return dotted_name(parent.targets[0].target)
+    if isinstance(parent, cst.AnnAssign):
+        return dotted_name(parent.target)
+    return None
+
+
+class ScalerWithBf16(Rule):
+    """## What it does
+    Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
+    `dtype=torch.bfloat16`, or a config-driven dtype that may be bf16 while the scaler stays on),
+    or whose optimizer steps bfloat16 parameters.
+
+    ## Why is this bad?
+    bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
+    nothing (PyTorch's AMP docs, Lightning-AI/pytorch-lightning#10330). On CUDA the scaler's
+    unscale kernel is not even implemented for bf16 gradients
+    ("_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for 'BFloat16'), and where
+    it runs it skips steps on spurious infs and multiplies every loss by 65536 for nothing.
+
+    ## Example
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda", enabled=False)  # or drop the scaler for bf16
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix adds `enabled=<amp dtype> == torch.float16` to the scaler (`enabled=False`
+    when the autocast dtype is the literal bf16), which changes the loss scale and so the
+    numerics of every step. Offered only when the file has one autocast dtype expression and it
+    is defined before the scaler.
+    """
+
+    code = "DTL301"
+    name = "scaler-with-bf16"
+    summary = "GradScaler enabled for bfloat16 training"
+    fix_safety = Safety.UNSAFE
+    triggers = ("GradScaler",)
+    valid = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
+        "import torch\namp_dtype = torch.bfloat16 if bf16 else torch.float16\n"
+        "scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+        "with torch.autocast('cuda', dtype=amp_dtype):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+            fixed="import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+        ),
+        Invalid(
+            "import torch\namp_dtype = torch.bfloat16 if args.bf16 else torch.float16\nscaler = torch.amp.GradScaler()\n"
+            "with torch.autocast('cuda', dtype=amp_dtype):\n    loss = model(x)\n",
+            fixed="import torch\namp_dtype = torch.bfloat16 if args.bf16 else torch.float16\n"
+            "scaler = torch.amp.GradScaler(enabled=amp_dtype == torch.float16)\n"
+            "with torch.autocast('cuda', dtype=amp_dtype):\n    loss = model(x)\n",
+        ),
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=True)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
+            fixed="import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = training_facts(self.ctx)
+        if not facts.scalers:
+            return
+        regions = []  # (AutocastInfo, dtypes, source)
+        for call in facts.calls:
+            info = facts.autocast_of_expression(call) if self.ctx.names.matches(
+                call.func, "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"
+            ) else None
+            if info is None or info.enabled is False:
+                continue
+            dtypes, source = facts.autocast_dtypes(info)
+            regions.append((info, dtypes, source))
+        for scaler in facts.scalers:
+            enabled, _ = scaler_enabled(self.ctx, scaler)
+            if enabled is not True:
+                continue
+            # The regions this scaler serves: those of its class (``self.scaler``) or function,
+            # else the file's.
+            scope = self._scope(scaler)
+            near = [region for region in regions if scope is not None and self._scope(region[0].node) is scope]
+            self._check(facts, scaler, near or regions)
+
+    def _scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.ctx.enclosing(node, cst.ClassDef) or self.ctx.enclosing(node, cst.FunctionDef)
+
+    def _check(self, facts, scaler: cst.Call, regions) -> None:
+        known = [region for region in regions if region[1]]
+        if known and all("bfloat16" in dtypes for _, dtypes, _ in known):
+            certain = all(dtypes == {"bfloat16"} for _, dtypes, _ in known)
+            info, dtypes, source = known[0]
+            what = "runs in bfloat16" if certain else "may run in bfloat16"
+            message = (
+                f"GradScaler is enabled but the autocast at line {_line(self.ctx, info.node)} {what}"
+                f" ({source}): bf16 gradients need no loss scaling and CUDA cannot unscale them;"
+                " enable the scaler only for float16"
+            )
+            self.report(
+                scaler,
+                message,
+                confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+                fix=self._fix(facts, scaler, known),
+            )
+            return
+        if regions:
+            return
+        # No autocast: the scaler serves whatever the parameters are; bf16 parameters need none.
+        for optimizer in self.ctx.flow.optimizers:
+            params = optimizer.params
+            if params is None or not params.certain or params.dtype != "bf16":
+                continue
+            message = (
+                f"GradScaler is enabled but `{optimizer.target}` is bfloat16 {params.since('bf16')} and its"
+                f" parameters are stepped by the optimizer at line {_line(self.ctx, optimizer.node)}:"
+                " bf16 gradients need no loss scaling and CUDA cannot unscale them"
+            )
+            self.report(scaler, message, confidence=Confidence.HIGH)
+            return
+
+    def _fix(self, facts, scaler: cst.Call, known) -> Fix | None:
+        expressions = set()
+        literal_only = True
+        for info, _, _ in known:
+            argument = keyword(info.node, "dtype")
+            if argument is None:
+                argument = positional(info.node, 1)
+            if argument is None:
+                return None
+            if dtype_literal(self.ctx.names, argument) != "bfloat16":
+                literal_only = False
+                expressions.add(self.ctx.code_for(argument))
+        if literal_only:
+            value = "False"
+        else:
+            if len(expressions) != 1:
+                return None
+            expression = next(iter(expressions))
+            if not self._defined_before(facts, expression, scaler):
+                return None
+            spelling = self.module_for_fix("torch")
+            if spelling is None:
+                return None
+            torch_name, import_edits = spelling
+            if import_edits:
+                return None  # the file names torch otherwise; leave it to the author
+            value = f"{expression} == {torch_name}.float16"
+        existing = keyword(scaler, "enabled")
+        if existing is not None:
+            return Fix(Safety.UNSAFE, (self.replace(existing, value),), "enable the scaler only for float16")
+        if any(arg.star for arg in scaler.args):
+            return None
+        end = self.ctx.position(scaler).end
+        separator = ", " if scaler.args else ""
+        if scaler.args and scaler.args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+            separator = " "
+        edit = Edit(end.line, end.column, end.line, end.column, f"{separator}enabled={value}")
+        return Fix(Safety.UNSAFE, (edit,), "enable the scaler only for float16")
+
+    def _defined_before(self, facts, expression: str, scaler: cst.Call) -> bool:
+        """The dtype expression can be evaluated where the scaler is built."""
+        root = expression.split(".")[0]
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", expression):
+            return False
+        scaler_line = _line(self.ctx, scaler)
+        bound = facts.assignments.get(expression) or facts.assignments.get(root)
+        if bound:
+            return all(_line(self.ctx, node) < scaler_line for node, _ in bound)
+        function = self.ctx.enclosing(scaler, cst.FunctionDef)
+        if function is None:
+            return False
+        return any(param.name.value == root for param in function.params.params)
+
+
+class Fp16TrainableParams(Rule):
+    """## What it does
+    Flags an optimizer built over parameters that are float16 (the model was `.half()`-ed, moved
+    `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
+    scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`)
+    and attaches no PEFT adapters.
+
+    ## Why is this bad?
+    Mixed precision keeps the trainable weights in float32 and lets autocast run fp16 kernels.
+    With fp16 weights the gradients are fp16 and `scaler.unscale_` refuses them ("Attempting to
+    unscale FP16 gradients."); without the scaler the Adam update underflows in fp16. PEFT's
+    guide puts it bluntly: trainable weights should never be fp16 (huggingface/accelerate#1778).
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    scaler = torch.amp.GradScaler("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name)  # float32 master weights
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(**batch).loss
+    ```
+
+    ## Fix safety
+    No fix: upcasting the model changes memory use; with adapters, `peft.cast_mixed_precision_params`
+    upcasts only the trainable ones.
+    """
+
+    code = "DTL302"
+    name = "fp16-trainable-params"
+    summary = "float16 parameters trained with loss scaling"
+    triggers = ("GradScaler", "fp16", "half", "float16")
+    valid = (
+        "import torch\nmodel = Net().cuda()\noptimizer = torch.optim.AdamW(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).half()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        "import torch\nfrom peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float16)\nmodel = get_peft_model(model, config)\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float16)\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)\nscaler = torch.amp.GradScaler('cuda')\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nnet = nn.Sequential(nn.Linear(8, 8), nn.ReLU())\nnet.half()\n"
+            "opt = torch.optim.Adam(net.parameters())\nscaler = torch.amp.GradScaler()\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = training_facts(self.ctx)
+        if facts.uses_peft:
+            return
+        scaling = self._loss_scaling(facts)
+        if scaling is None:
+            return
+        frozen = "requires_grad" in self.ctx.text
+        for optimizer in self.ctx.flow.optimizers:
+            params = optimizer.params
+            if params is None or not params.may_be("fp16") or params.role == "peft":
+                continue
+            certain = params.certain and not frozen
+            self.report(
+                optimizer.node,
+                f"`{optimizer.target}` is {params.describe()} {params.since('fp16')} and this optimizer trains its"
+                f" parameters with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16"
+                " gradients.\"); keep the weights float32 and let autocast run fp16",
+                confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+            )
+        for call in facts.calls:
+            if call_name(call) not in ("Trainer", "Seq2SeqTrainer") or not scaling.startswith("`"):
+                continue
+            model = keyword(call, "model")
+            value = self.ctx.flow.value_of(model) if model is not None else None
+            if value is None or value.kind != "module" or not value.may_be("fp16") or value.role == "peft":
+                continue
+            self.report(
+                call,
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}` trains"
+                f" it with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16 gradients.\");"
+                " load the model in float32 and let `fp16=True` run autocast",
+                confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
+            )
+
+    def _loss_scaling(self, facts) -> str | None:
+        for scaler in facts.scalers:
+            enabled, _ = scaler_enabled(self.ctx, scaler)
+            if enabled is not False:
+                return f"GradScaler (line {_line(self.ctx, scaler)})"
+        for call in facts.calls:
+            name = call_name(call)
+            if name.endswith("Arguments") and is_true(keyword(call, "fp16")):
+                return f"`{name}(fp16=True)` (line {_line(self.ctx, call)})"
+            if name == "Accelerator" and string_value(keyword(call, "mixed_precision")) == "fp16":
+                return f"`Accelerator(mixed_precision=\"fp16\")` (line {_line(self.ctx, call)})"
+        return None
+
+
+# An accumulation boundary: ``if (step + 1) % accum_steps == 0`` or accelerate's sync flag.
+BOUNDARY_WORDS = re.compile(r"accum|sync_gradients")
+
+
+class ScalerAccumulation(Rule):
+    """## What it does
+    Flags a gradient-accumulation loop (an `if (step + 1) % accum == 0:` boundary) in which some
+    of `scaler.step`, `scaler.update` and `scaler.unscale_` run at the boundary and others run on
+    every micro-step.
+
+    ## Why is this bad?
+    The loss scale must stay constant across the micro-batches of one effective batch, and
+    `step`/`update`/`unscale_` must run once per optimizer step (PyTorch's AMP examples, "Gradient
+    accumulation"). An `update()` per micro-step changes the scale mid-accumulation, so the summed
+    gradients mix scales; a `step()` per micro-step defeats the accumulation; an `unscale_` at the
+    boundary with `step` outside raises "unscale_() has already been called on this optimizer".
+
+    ## Example
+    ```python
+    for i, batch in enumerate(loader):
+        scaler.scale(model(batch) / accum).backward()
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            optimizer.zero_grad()
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    for i, batch in enumerate(loader):
+        scaler.scale(model(batch) / accum).backward()
+        if (i + 1) % accum == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    No fix: which statements belong to the boundary is the author's call.
+    """
+
+    code = "DTL306"
+    name = "scaler-accumulation"
+    summary = "GradScaler step/update split across a gradient-accumulation boundary"
+    triggers = ("scaler",)
+    valid = (
+        "for i, batch in enumerate(loader):\n    scaler.scale(model(batch) / accum).backward()\n"
+        "    if (i + 1) % accum == 0:\n        scaler.step(optimizer)\n        scaler.update()\n        optimizer.zero_grad()\n",
+        "for batch in loader:\n    scaler.scale(model(batch)).backward()\n    scaler.step(optimizer)\n    scaler.update()\n",
+    )
+    invalid = (
+        Invalid(
+            "for i, batch in enumerate(loader):\n    scaler.scale(model(batch) / accum).backward()\n"
+            "    if (i + 1) % accum == 0:\n        scaler.step(optimizer)\n        optimizer.zero_grad()\n    scaler.update()\n"
+        ),
+        Invalid(
+            "for step, batch in enumerate(loader):\n    scaler.scale(loss_fn(model, batch)).backward()\n"
+            "    if (step + 1) % args.gradient_accumulation_steps == 0:\n        scaler.unscale_(optimizer)\n"
+            "        clip(model.parameters(), 1.0)\n    scaler.step(optimizer)\n    scaler.update()\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        scaler_facts = self.ctx.scaler
+        kinds = (Kind.STEP, Kind.UPDATE, Kind.UNSCALE)
+        reported: set[int] = set()
+        for event in scaler_facts.events:
+            if event.kind not in kinds or event.loop is None or id(event.loop) in reported:
+                continue
+            loop = event.loop
+            group = [
+                other for other in scaler_facts.iteration(event)
+                if other.kind in kinds and other.scaler == event.scaler and other.loop is loop
+            ]
+            inside, outside = [], []
+            boundary = None
+            for other in group:
+                found = self._boundary(other.call, loop)
+                if found is not None:
+                    boundary = boundary or found
+                    inside.append(other)
+                else:
+                    outside.append(other)
+            if not inside or not outside or boundary is None:
+                continue
+            reported.add(id(loop))
+            first = outside[0]
+            at_boundary = ", ".join(f"`{self.ctx.code_for(e.call)}`" for e in inside)
+            self.report(
+                first.call,
+                f"`{self.ctx.code_for(first.call)}` runs on every micro-step but {at_boundary} only at the"
+                f" accumulation boundary (line {_line(self.ctx, boundary)}): the loss scale must stay fixed across"
+                " an effective batch and step/update/unscale_ run once per optimizer step",
+                confidence=Confidence.MEDIUM,
+            )
+
+    def _boundary(self, call: cst.Call, loop: cst.CSTNode) -> cst.If | None:
+        """The accumulation ``if`` around ``call`` inside ``loop``, or None."""
+        current = self.ctx.parent(call)
+        while current is not None and current is not loop:
+            if isinstance(current, cst.If) and self._is_boundary(current.test):
+                return current
+            current = self.ctx.parent(current)
+        return None
+
+    def _is_boundary(self, test: cst.BaseExpression) -> bool:
+        for node in walk(test):
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                return True
+            if isinstance(node, cst.Name) and BOUNDARY_WORDS.search(node.value):
+                return True
+        return False
+
+
+# Names and strings that show the file runs some low precision (autocast, casts, AMP flags).
+LOW_PRECISION_HINT = re.compile(r"autocast|half|float16|fp16|bf16|precision|mixed|(^|_)amp(_|$)|lowp", re.IGNORECASE)
+
+
+def mentions_low_precision(ctx) -> bool:
+    """Any identifier or string (docstrings and comments aside) that hints at low precision;
+    ``torch.amp`` / ``torch.cuda.amp`` themselves are module paths, not hints."""
+    for node in walk(ctx.module, into_definitions=True):
+        if isinstance(node, cst.Name):
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue  # seen as the Attribute
+            text = node.value
+        elif isinstance(node, cst.Attribute):
+            text = node.attr.value
+        elif isinstance(node, cst.SimpleString) and not isinstance(ctx.parent(node), cst.Expr):
+            text = string_value(node) or ""
+        else:
+            continue
+        if text == "amp" and any(q.startswith("torch") for q in ctx.names.qualified_names(node)):
+            continue
+        if LOW_PRECISION_HINT.search(text):
+            return True
+    return False
+
+
+class ScalerWithoutLowp(Rule):
+    """## What it does
+    Flags an enabled `GradScaler` in a file where nothing runs in low precision: no autocast, no
+    `.half()`, no float16/bfloat16 dtype, no precision or AMP setting at all. With
+    `--min-confidence low` it also flags a scaler and an autocast switched on by different flags
+    (`GradScaler(enabled=args.fp16)` with `autocast(enabled=args.amp)`).
+
+    ## Why is this bad?
+    Loss scaling exists only to keep fp16 gradients from underflowing. In a float32 loop it
+    multiplies every loss by 65536, skips steps whenever that overflows and keeps growing the
+    scale: wasted work and occasional skipped updates, and a sign that the autocast the author
+    meant to add is missing.
+
+    ## Example
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+    ```
+
+    ## Fix safety
+    No fix: either autocast is missing or the scaler is superfluous.
+    """
+
+    code = "DTL307"
+    name = "scaler-without-lowp"
+    summary = "GradScaler in a loop with no low precision"
+    triggers = ("GradScaler",)
+    valid = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda'):\n    loss = model(x)\nscaler.scale(loss).backward()\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=args.fp16)\nloss = model(x)\nscaler.scale(loss).backward()\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=use_amp)\nwith torch.autocast('cuda', enabled=use_amp):\n    loss = model(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"
+        ),
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=args.fp16)\n"
+            "with torch.autocast('cuda', enabled=args.amp):\n    loss = model(x)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = training_facts(self.ctx)
+        if not facts.scalers:
+            return
+        no_low_precision = not mentions_low_precision(self.ctx)
+        for scaler in facts.scalers:
+            enabled, enabled_node = scaler_enabled(self.ctx, scaler)
+            if enabled is True and no_low_precision:
+                self.report(
+                    scaler,
+                    "GradScaler is enabled but nothing in this file runs in float16 (no autocast, no half"
+                    " casts, no precision setting): loss scaling only serves fp16 gradients; add the"
+                    " autocast or drop the scaler",
+                    confidence=Confidence.MEDIUM,
+                )
+            elif enabled is None:
+                self._different_flags(facts, scaler, enabled_node)
+
+    def _different_flags(self, facts, scaler: cst.Call, enabled_node: cst.BaseExpression) -> None:
+        scaler_flag = dotted_name(enabled_node)
+        if scaler_flag is None:
+            return
+        for call in facts.calls:
+            if not self.ctx.names.matches(call.func, "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast"):
+                continue
+            flag_node = keyword(call, "enabled")
+            autocast_flag = dotted_name(flag_node) if flag_node is not None else None
+            if autocast_flag is None or autocast_flag == scaler_flag:
+                continue
+            self.report(
+                scaler,
+                f"GradScaler is switched on by `{scaler_flag}` but the autocast at line {_line(self.ctx, call)} by"
+                f" `{autocast_flag}`: when they differ the scaler runs on float32 gradients (or fp16 runs unscaled)",
+                confidence=Confidence.LOW,
+            )
+            return
