@@ -97,7 +97,7 @@ def _parse_value(text: str, index: int) -> _Value:
         if text.startswith(literal, index):
             return _Value(value, index, index + len(literal))
     match = _NUMBER.match(text, index)
-    return _Value(match.group(0), index, match.end())
+    return _Value(json.loads(match.group(0)), index, match.end())
 
 
 def _read_cells(text: str) -> tuple[list[_CodeCell], bool]:
@@ -116,7 +116,10 @@ def _read_cells(text: str) -> tuple[list[_CodeCell], bool]:
         raise NotebookError("not a notebook: no 'cells' list")
     if not _is_python(data.get("metadata")):
         return [], False
-    root = _parse_value(text, 0).value
+    try:
+        root = _parse_value(text, 0).value
+    except RecursionError:
+        raise NotebookError("notebook JSON nested too deeply") from None
     cells: list[_CodeCell] = []
     for number, cell in enumerate(root["cells"].value, start=1):
         fields = cell.value if isinstance(cell.value, dict) else {}
@@ -141,7 +144,7 @@ def _is_python(metadata: Any) -> bool:
     for section, key in (("kernelspec", "language"), ("language_info", "name")):
         info = metadata.get(section)
         if isinstance(info, dict) and isinstance(info.get(key), str):
-            return info[key].lower() == "python"
+            return info[key].lower().startswith("python")  # "python", "Python", "python3"
     return True
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dtype_lint.notebook import is_ipython_line, load_program
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dtype_lint.config import Settings
+from dtype_lint.notebook import check_notebook, is_ipython_line, load_program
 from tests.conftest import run_cli
 
 # The features under test, not the rule catalogue: other rules (DTL307, ...) rightly fire on
@@ -94,6 +98,7 @@ def test_broken_notebooks_get_dtl001(tmp_path):
         ("truncated.ipynb", '{"cells": [\n  {"cell_type": "code",\n'),
         ("list.ipynb", "[1, 2]"),
         ("v3.ipynb", json.dumps({"worksheets": [{"cells": []}], "nbformat": 3})),
+        ("numbers.ipynb", json.dumps({"cells": [{"cell_type": "code", "source": [1, 2]}]})),
     ]:
         result = check(tmp_path, name, content)
         assert result.returncode == 1, (name, result.stdout)
@@ -179,3 +184,23 @@ def test_dtype_facts_flow_from_cell_to_cell(tmp_path):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     cells = json.loads((tmp_path / "nb.ipynb").read_text())["cells"]
     assert cells[4]["source"] == "%%time\noutput = model(inputs.to(next(model.parameters()).dtype))"
+
+
+_CELL_TEXT = st.text(alphabet="ab =(){}'\"#%!?\\\n\t:é", max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sources=st.lists(st.one_of(_CELL_TEXT, st.lists(_CELL_TEXT, max_size=3)), max_size=4),
+    indent=st.sampled_from([None, 1, 2]),
+    ascii_only=st.booleans(),
+)
+def test_any_notebook_round_trips_and_never_crashes(sources, indent, ascii_only):
+    cells = [cell(source) for source in sources]
+    raw = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=indent, ensure_ascii=ascii_only)
+    program = load_program(raw)
+    assert program.rebuild(program.text) == raw
+    report = check_notebook(raw.encode("utf-8"), "nb.ipynb", Settings())
+    assert report.internal_errors == []
+    for finding in report.findings:
+        assert finding.cell is not None and 1 <= finding.cell <= len(cells)
