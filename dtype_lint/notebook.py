@@ -14,6 +14,7 @@ the same indentation. Every program line maps back to ``(cell, line)``; cells ar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from json.decoder import scanstring
@@ -100,8 +101,8 @@ def _parse_value(text: str, index: int) -> _Value:
     return _Value(json.loads(match.group(0)), index, match.end())
 
 
-def _read_cells(text: str) -> tuple[list[_CodeCell], bool]:
-    """The notebook's code cells and whether it is a Python notebook at all."""
+def _read_cells(text: str) -> list[_CodeCell]:
+    """The notebook's code cells (none for a notebook in another language)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -115,7 +116,7 @@ def _read_cells(text: str) -> tuple[list[_CodeCell], bool]:
     if not isinstance(data.get("cells"), list):
         raise NotebookError("not a notebook: no 'cells' list")
     if not _is_python(data.get("metadata")):
-        return [], False
+        return []
     try:
         root = _parse_value(text, 0).value
     except RecursionError:
@@ -135,7 +136,7 @@ def _read_cells(text: str) -> tuple[list[_CodeCell], bool]:
             line = text.count("\n", 0, source.start) + 1
             raise NotebookError(f"cell {number}: 'source' must be a string or a list of strings", line)
         cells.append(_CodeCell(number, text_value, (source.start, source.end), is_list))
-    return cells, True
+    return cells
 
 
 def _is_python(metadata: Any) -> bool:
@@ -233,9 +234,8 @@ class NotebookProgram:
     # origins[i] is the (cell, line) of program line i + 1; None for marker lines.
     origins: list[tuple[int, int] | None]
     magics: dict[int, str]  # placeholder id -> the original line
-    python: bool = True
 
-    @property
+    @functools.cached_property
     def cell_lines(self) -> dict[int, list[str]]:
         return {cell.number: _split_lines(cell.source) for cell in self.cells}
 
@@ -381,7 +381,7 @@ def _dump_source(source: str, as_list: bool, old_json: str, ensure_ascii: bool) 
 
 def load_program(raw: str) -> NotebookProgram:
     """The notebook text (JSON) as one program. Raises NotebookError for a broken notebook."""
-    cells, python = _read_cells(raw)
+    cells = _read_cells(raw)
     program_lines: list[str] = []
     origins: list[tuple[int, int] | None] = []
     magics: dict[int, str] = {}
@@ -412,7 +412,7 @@ def load_program(raw: str) -> NotebookProgram:
             program_lines.append(converted)
             origins.append((cell.number, index + 1))
     text = "\n".join(program_lines) + "\n" if program_lines else ""
-    return NotebookProgram(raw=raw, cells=cells, text=text, origins=origins, magics=magics, python=python)
+    return NotebookProgram(raw=raw, cells=cells, text=text, origins=origins, magics=magics)
 
 
 def check_notebook(data: bytes, path: str, settings, *, prefilter: bool = True):
