@@ -334,10 +334,12 @@ COMBINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstac
 
 class FactoryDefaultDtype(Rule):
     """## What it does
-    Flags a tensor factory called without `dtype=` (`torch.zeros`, `ones`, `full`, `empty`,
-    `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) whose float32 result is
-    combined, outside autocast, with a tensor the dtype flow knows is float16 or bfloat16: as an
-    operand of `+ - * /`, or in `torch.cat`/`stack`/`where`, directly or through a local name.
+    Flags a float32 tensor that comes from a factory called without `dtype=` (`torch.zeros`,
+    `ones`, `full`, `empty`, `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) and
+    is combined, outside autocast, with a tensor the dtype flow knows is float16 or bfloat16: as
+    an operand of `+ - * /`, or in `torch.cat`/`stack`/`where`. The flow supplies where the
+    float32 came from, so the factory may sit in a helper or a buffer table; the finding is on
+    the operand, and the message names the factory's line.
     0-dim factories (`torch.tensor(1.5)`, `torch.zeros(())`) are not flagged: they do not
     promote. Inside autocast the promotion is undone by the next autocast op, so it is skipped.
 
@@ -412,86 +414,83 @@ class FactoryDefaultDtype(Rule):
         self._combine(node, operands)
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
-        factories = [(operand, self._factory(operand)) for operand in operands]
-        if not any(factory is not None for _, factory in factories):
+        values = [(operand, self.ctx.flow.value_of(operand)) for operand in operands]
+        low = [
+            (operand, value)
+            for operand, value in values
+            if value is not None and value.kind == "tensor" and value.may_be(FP16, BF16) and not value.may_be("fp64")
+        ]
+        if not low:
             return
-        if autocast_enabled_at(self.ctx, node):
-            return
-        for operand, factory in factories:
-            if factory is None or id(factory) in self._reported:
+        for operand, value in values:
+            if value is None or value.kind != "tensor" or not value.only(FP32) or id(operand) in self._reported:
                 continue
-            for other in operands:
-                if other is operand or self._factory(other) is not None:
-                    continue
-                value = self.ctx.flow.value_of(other)
-                if value is None or value.kind != "tensor" or not value.dtypes:
-                    continue
-                if value.only(FP16) or value.only(BF16):
-                    confidence = Confidence.HIGH
-                elif value.may_be(FP16, BF16) and not value.may_be("fp64"):
-                    confidence = Confidence.MEDIUM
-                else:
-                    continue
-                self._reported.add(id(factory))
-                self._report(factory, other, value, node, confidence)
-                break
+            origin = value.origin_of(FP32)
+            factory = origin.node if origin is not None else None
+            if not isinstance(factory, cst.Call) or not self._is_default_factory(factory):
+                continue
+            if autocast_enabled_at(self.ctx, node):
+                return
+            other, other_value = low[0]
+            certain = other_value.only(FP16) or other_value.only(BF16)
+            self._reported.add(id(operand))
+            self._report(operand, factory, other, other_value, Confidence.HIGH if certain else Confidence.MEDIUM)
 
-    def _factory(self, expr: cst.BaseExpression) -> cst.Call | None:
-        """The default-dtype factory call ``expr`` is (or a local name holds, or a slice of it,
-        or it times a number: ``torch.randn(shape) * noise_scale``), else None."""
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
-            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
-                other_value = self.ctx.flow.value_of(other)
-                if other_value is None or other_value.kind != "tensor":
-                    found = self._factory(side)
-                    if found is not None:
-                        return found
-            return None
-        if isinstance(expr, cst.Name):
-            reaching = facts(self.ctx).reaching(expr)
-            if len(reaching) != 1:
-                return None
-            expr = reaching[0][0]
-        if not isinstance(expr, cst.Call):
-            return None
-        shape = call_shape(self.ctx, expr)
+    def _is_default_factory(self, call: cst.Call) -> bool:
+        """``torch.zeros(...)`` & co. without ``dtype=``/``out=``, not 0-dim, float-valued."""
+        shape = call_shape(self.ctx, call)
         if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
-            return None
-        if has_keyword(expr, "dtype") or has_keyword(expr, "out") or not expr.args:
-            return None
-        if _zero_dim(expr, shape.name):
-            return None
+            return False
+        if has_keyword(call, "dtype") or has_keyword(call, "out") or not call.args or _zero_dim(call, shape.name):
+            return False
         if shape.name == "full":
-            fill = argument(expr, "fill_value", 1)
-            found = number(self.ctx, fill.value) if fill is not None else None
-            if fill is None or found is None or not _is_float_literal(fill.value):
-                return None
-        value = self.ctx.flow.value_of(expr)
-        if value is not None and value.dtypes and not value.only(FP32):
-            return None  # the flow knows better (set_default_dtype, ...)
-        return expr
+            fill = argument(call, "fill_value", 1)
+            return fill is not None and _is_float_literal(fill.value)
+        return True
 
-    def _report(self, factory: cst.Call, other: cst.BaseExpression, value, node, confidence) -> None:
+    def _report(self, operand, factory: cst.Call, other, value, confidence) -> None:
         name = self.ctx.code_for(factory.func).strip()
         other_text = self.ctx.code_for(other).strip()
         dtype = FP16 if value.may_be(FP16) else BF16
-        line = self.ctx.position(node).start.line
+        factory_line = self.ctx.position(factory).start.line
         message = (
-            f"`{name}(...)` has no dtype= and makes float32; it is combined at line {line} with "
-            f"`{other_text}`, which is {explain(value, dtype)}, so the result is promoted to "
-            f"float32; pass `dtype={other_text if is_simple_reference(other) else '<tensor>'}.dtype`"
+            f"`{self.ctx.code_for(operand).strip()}` is float32 from `{name}(...)` without dtype= "
+            f"(line {factory_line}) and is combined with `{other_text}`, which is {explain(value, dtype)}: "
+            f"the result is promoted to float32; pass `dtype={other_text if is_simple_reference(other) else '<tensor>'}.dtype`"
         )
-        fix = None
-        if is_simple_reference(other):
-            end = self.ctx.position(factory.args[-1]).end
-            last = factory.args[-1]
-            insert = f", dtype={other_text}.dtype"
-            if last.comma is not cst.MaybeSentinel.DEFAULT and isinstance(last.comma, cst.Comma):
-                end = self.ctx.position(last.value).end
-            fix = Fix(Safety.UNSAFE, (Edit(end.line, end.column + 1, end.line, end.column + 1, insert),), "pass dtype=")
-        self.report(factory, message, confidence=confidence, fix=fix)
+        self.report(operand, message, confidence=confidence, fix=self._fix(factory, other, other_text))
+
+    def _fix(self, factory: cst.Call, other, other_text: str) -> Fix | None:
+        """Add ``dtype=<other>.dtype`` to the factory when ``other`` is surely in scope there:
+        a plain reference whose root name the factory call itself already mentions, or the
+        factory written right in the combining expression."""
+        from dtype_lint.facts.names import dotted_name
+
+        dotted = dotted_name(other)
+        if dotted is None:
+            return None
+        if self.ctx.enclosing(factory, cst.FunctionDef) is not self.ctx.enclosing(other, cst.FunctionDef):
+            return None
+        root = dotted.split(".")[0]
+        mentioned = any(n.value == root for n in _names_in(factory))
+        inline = self.ctx.enclosing_statement(factory) is self.ctx.enclosing_statement(other)
+        if not (mentioned or inline):
+            return None
+        last = factory.args[-1]
+        end = self.ctx.position(last.value if isinstance(last.comma, cst.Comma) else last).end
+        insert = f", dtype={other_text}.dtype"
+        return Fix(Safety.UNSAFE, (Edit(end.line, end.column + 1, end.line, end.column + 1, insert),), "pass dtype=")
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+    node.visit(_Names())
+    return found
 
 
 def _zero_dim(call: cst.Call, name: str) -> bool:

@@ -21,6 +21,7 @@ from dtype_lint.rules.numerics_facts import (
 EXACT_INTEGERS = {FP16: 2048, BF16: 256}
 LONG = {FP16: "float16", BF16: "bfloat16"}
 CASTS = frozenset({"to", "type", "type_as", "half", "bfloat16"})
+SHAPE_OPS = frozenset({"expand", "view", "reshape", "unsqueeze", "repeat", "contiguous", "flatten", "expand_as"})
 
 
 def _low_dtypes(ctx, expr: cst.BaseExpression | None) -> tuple[frozenset, bool] | None:
@@ -124,12 +125,19 @@ class LowpIntegerPositions(Rule):
             if low is not None:
                 self._check(node, arange, low, f"`.{shape.name}(...)`")
 
-    def _arange_of(self, expr: cst.BaseExpression) -> cst.Call | None:
+    def _arange_of(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
+        """The ``torch.arange`` call ``expr`` holds, through names, indexing and shape ops."""
+        if depth > 5:
+            return None
         if isinstance(expr, cst.Name):
             reaching = facts(self.ctx).reaching(expr)
             if len(reaching) != 1:
                 return None
-            expr = reaching[0][0]
+            return self._arange_of(reaching[0][0], depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._arange_of(expr.value, depth + 1)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SHAPE_OPS:
+            return self._arange_of(expr.func.value, depth + 1)
         if isinstance(expr, cst.Call) and self.ctx.names.matches(expr.func, "torch.arange"):
             dtype = argument(expr, "dtype", None)
             if dtype is None or dtype_literal(self.ctx.names, dtype.value) in ("float32", "float64"):
@@ -298,7 +306,7 @@ class Fp16OnBf16Pretrained(Rule):
         certain = self._fp16(dtype.value if dtype is not None else None)
         if certain is None:
             return
-        self._report(node, model_id, certain, f"`{self.ctx.code_for(dtype).strip()}`")
+        self._report(node, model_id, certain, f"`{dtype.keyword.value}={self.ctx.code_for(dtype.value).strip()}`")
 
     def _cast(self, node: cst.Call, shape) -> None:
         if not isinstance(shape.receiver, cst.Name):
