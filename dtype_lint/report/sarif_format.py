@@ -61,7 +61,9 @@ def artifact_location(path: str) -> dict[str, Any]:
 
 
 def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str, int]:
-    # SARIF wants end >= start; a zero-width region (an insertion point) has end == start.
+    # SARIF wants positions >= 1 and end >= start; a zero-width region (an insertion point) has
+    # end == start.
+    line, column, end_line, end_column = (max(1, value) for value in (line, column, end_line, end_column))
     if (end_line, end_column) < (line, column):
         end_line, end_column = line, column
     return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
