@@ -8,7 +8,7 @@ import libcst as cst
 
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, is_true, keyword, positional, receiver, training_facts
-from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 
 # transformers renamed ``torch_dtype=`` to ``dtype=`` in this release (huggingface/transformers#39782).
@@ -230,3 +230,179 @@ class QuantizedFullFinetune(Rule):
                 owner = receiver(params)
                 return dotted_name(owner) if owner is not None else None
         return None
+
+
+def _loads_checkpoint(facts, expr: cst.BaseExpression | None) -> cst.Call | None:
+    """``torch.load(...)`` / ``safetensors load_file(...)`` (or a name assigned one) that ``expr`` is."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if call_name(expr) in ("load", "load_file") else None
+    text = dotted_name(expr)
+    if text is None:
+        return None
+    bound = facts.assignments.get(text, [])
+    loads = [value for _, value in bound if isinstance(value, cst.Call) and call_name(value) in ("load", "load_file")]
+    return loads[0] if loads and len(loads) == len(bound) else None
+
+
+class CkptDtypeLoad(Rule):
+    """## What it does
+    Flags `load_state_dict(..., assign=True)` into a module the analysis knows is float16 or
+    bfloat16, and (at low confidence) a checkpoint loaded from disk into a float16 module.
+
+    ## Why is this bad?
+    `load_state_dict` copies values into the existing parameters, casting them to the module's
+    dtype; with `assign=True` it instead *replaces* the parameters with the checkpoint's tensors,
+    dtype and all. A module cast to bf16 and then loaded with `assign=True` from a float32
+    checkpoint is float32 again, while the code around it still feeds it bf16 inputs ("mat1 and
+    mat2 must have the same dtype"). Copying a float32 (or bf16-trained) checkpoint into float16
+    turns every value beyond 65504 into inf without a word.
+
+    ## Example
+    ```python
+    model = Net().to(torch.bfloat16)
+    model.load_state_dict(torch.load("ckpt.pt"), assign=True)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net()
+    model.load_state_dict(torch.load("ckpt.pt"), assign=True)
+    model.to(torch.bfloat16)  # cast after loading
+    ```
+
+    ## Fix safety
+    No fix: moving the cast after the load changes which dtype later code sees.
+    """
+
+    code = "DTL602"
+    name = "ckpt-dtype-load"
+    summary = "Checkpoint loaded into a cast model (dtype replaced or overflowed)"
+    triggers = ("load_state_dict",)
+    valid = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4)\nmodel.load_state_dict(torch.load('ckpt.pt'), assign=True)\nmodel.to(torch.bfloat16)\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nmodel.load_state_dict(torch.load('ckpt.pt'))\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).half()\nsd = torch.load('ckpt.pt')\n"
+        "model.load_state_dict({k: v.half() for k, v in sd.items()})\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\n"
+            "model.load_state_dict(torch.load('ckpt.pt'), assign=True)\n"
+        ),
+        Invalid("import torch\nfrom torch import nn\nnet = nn.Linear(4, 4)\nnet.half()\nnet.load_state_dict(torch.load('fp32.pt'))\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_name(node) != "load_state_dict":
+            return
+        owner = receiver(node)
+        value = self.ctx.flow.value_of(owner) if owner is not None else None
+        if value is None or value.kind != "module" or not value.low_precision:
+            return
+        low = [dtype for dtype in ("fp16", "bf16") if value.may_be(dtype)]
+        name = self.ctx.code_for(owner)
+        if is_true(keyword(node, "assign")):
+            self.report(
+                node,
+                f"`{name}` is {value.describe()} {value.since(low[0])}; `assign=True` replaces its parameters with"
+                " the checkpoint's tensors, so it takes the checkpoint's dtype (float32 for most checkpoints) and"
+                " low-precision inputs no longer match; load first, then cast",
+                confidence=Confidence.MEDIUM if value.certain else Confidence.LOW,
+            )
+            return
+        state = keyword(node, "state_dict")
+        if state is None:
+            state = positional(node, 0)
+        load = _loads_checkpoint(training_facts(self.ctx), state)
+        if load is not None and value.may_be("fp16"):
+            self.report(
+                node,
+                f"`{name}` is {value.describe()} {value.since('fp16')} and the checkpoint from line"
+                f" {self.ctx.position(load).start.line} is copied into it: values beyond 65504 become inf",
+                confidence=Confidence.LOW,
+            )
+
+
+NUMPY_CONVERTERS = ("numpy.asarray", "numpy.array", "numpy.asanyarray")
+
+
+class Bf16NumpyExport(Rule):
+    """## What it does
+    Flags `.numpy()` and `np.asarray(t)` / `np.array(t)` on a tensor the analysis knows may be
+    bfloat16: the output of a bf16 model or of a bf16 autocast region, a `.to(torch.bfloat16)`
+    result, followed through `.detach()`, `.cpu()` and other dtype-keeping steps.
+
+    ## Why is this bad?
+    numpy has no bfloat16: the conversion raises "TypeError: Got unsupported ScalarType
+    BFloat16" (mindee/doctr#1342), typically at the end of an evaluation or an embedding export,
+    after all the compute has been spent.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        emb = encoder(x)
+    vectors = emb.detach().cpu().numpy()
+    ```
+
+    ## Use instead
+    ```python
+    vectors = emb.detach().cpu().float().numpy()
+    ```
+
+    ## Fix safety
+    Unsafe: the fix inserts `.float()` before `.numpy()`. For a tensor that is certainly bf16 this
+    only turns a crash into float32 values; where the dtype is a union (fp16 on some runs) it also
+    changes the array's dtype on runs that worked.
+    """
+
+    code = "DTL604"
+    name = "bf16-numpy-export"
+    summary = "`.numpy()` on a bfloat16 tensor"
+    fix_safety = Safety.UNSAFE
+    triggers = ("numpy", "asarray", "np.array")
+    valid = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nout = model(x)\ny = out.float().numpy()\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\npred = model(x).argmax(-1).cpu().numpy()\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4)\nout = model(x)\ny = out.detach().numpy()\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nout = model(x)\ny = out.detach().cpu().numpy()\n",
+            fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nout = model(x)\ny = out.detach().cpu().float().numpy()\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nfrom torch import nn\nnet = nn.Linear(8, 8).cuda()\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = net(x.cuda())\narr = np.asarray(h.cpu())\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_name(node) == "numpy" and isinstance(node.func, cst.Attribute) and not node.args:
+            tensor = node.func.value
+            fix_at = tensor
+        elif self.ctx.names.matches(node.func, *NUMPY_CONVERTERS) and node.args:
+            tensor = node.args[0].value
+            fix_at = None
+        else:
+            return
+        value = self.ctx.flow.value_of(tensor)
+        if value is None or value.kind != "tensor" or not value.may_be("bf16"):
+            return
+        certain = value.certain
+        fix = None
+        if fix_at is not None:
+            end = self.ctx.position(fix_at).end
+            fix = Fix(
+                Safety.UNSAFE,
+                (Edit(end.line, end.column + 1, end.line, end.column + 1, ".float()"),),
+                "convert to float32 before numpy",
+            )
+        via = " under bf16 autocast" if value.autocast == "bf16" else ""
+        self.report(
+            node,
+            f"`{self.ctx.code_for(tensor)}` is {value.describe()} {value.since('bf16')}{via}: numpy has no bfloat16"
+            " (\"Got unsupported ScalarType BFloat16\"); convert with `.float()` first",
+            confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+            fix=fix,
+        )
