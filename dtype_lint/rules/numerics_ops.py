@@ -338,8 +338,9 @@ class FactoryDefaultDtype(Rule):
     `ones`, `full`, `empty`, `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) and
     is combined, outside autocast, with a tensor the dtype flow knows is float16 or bfloat16: as
     an operand of `+ - * /`, or in `torch.cat`/`stack`/`where`. The flow supplies where the
-    float32 came from, so the factory may sit in a helper or a buffer table; the finding is on
-    the operand, and the message names the factory's line.
+    float32 came from, so the factory may sit in a helper or a buffer table. The finding is on
+    the factory when the fix can edit it (same function, the other tensor in scope there), else
+    on the promoted operand, and the message names both lines.
     0-dim factories (`torch.tensor(1.5)`, `torch.zeros(())`) are not flagged: they do not
     promote. Inside autocast the promotion is undone by the next autocast op, so it is skipped.
 
@@ -433,6 +434,8 @@ class FactoryDefaultDtype(Rule):
                 return
             other, other_value = low[0]
             certain = other_value.only(FP16) or other_value.only(BF16)
+            if id(factory) in self._reported:
+                continue
             self._reported.add(id(operand))
             self._report(operand, factory, other, other_value, Confidence.HIGH if certain else Confidence.MEDIUM)
 
@@ -455,10 +458,17 @@ class FactoryDefaultDtype(Rule):
         factory_line = self.ctx.position(factory).start.line
         message = (
             f"`{self.ctx.code_for(operand).strip()}` is float32 from `{name}(...)` without dtype= "
-            f"(line {factory_line}) and is combined with `{other_text}`, which is {explain(value, dtype)}: "
+            f"(line {factory_line}) and is combined at line {self.ctx.position(operand).start.line} with "
+            f"`{other_text}`, which is {explain(value, dtype)}: "
             f"the result is promoted to float32; pass `dtype={other_text if is_simple_reference(other) else '<tensor>'}.dtype`"
         )
-        self.report(operand, message, confidence=confidence, fix=self._fix(factory, other, other_text))
+        fix = self._fix(factory, other, other_text)
+        if fix is not None:
+            # the fix edits the factory, so the finding sits there (where `# noqa` goes too)
+            self._reported.add(id(factory))
+            self.report(factory, message, confidence=confidence, fix=fix)
+        else:
+            self.report(operand, message, confidence=confidence)
 
     def _fix(self, factory: cst.Call, other, other_text: str) -> Fix | None:
         """Add ``dtype=<other>.dtype`` to the factory when ``other`` is surely in scope there:
