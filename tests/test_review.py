@@ -132,8 +132,9 @@ def test_parse_diff_reads_hunks_and_odd_paths():
         "@@ -20,2 +22,0 @@\n-gone\n-gone\n"
         'diff --git "a/t\\tab.py" "b/t\\tab.py"\n--- "a/t\\tab.py"\n+++ "b/t\\tab.py"\n@@ -0,0 +1 @@\n+new\n'
         "diff --git a/old.py b/old.py\n--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+        "diff --git a/my file.py b/my file.py\n--- a/my file.py\t\n+++ b/my file.py\t\n@@ -3 +3,2 @@\n-a\n+b\n+c\n"
     )
-    assert parse_diff(diff) == {"x.py": {2, 3, 4, 12}, "t\tab.py": {1}}
+    assert parse_diff(diff) == {"x.py": {2, 3, 4, 12}, "t\tab.py": {1}, "my file.py": {3, 4}}
 
 
 def test_changed_program_lines():
