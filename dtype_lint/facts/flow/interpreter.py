@@ -1288,6 +1288,10 @@ class Interpreter:
                 if data is not None and data.kind == NUMPY:
                     return data
                 return None
+            if attr not in lib.NUMPY_SAME_FUNCTIONS and attr[:1].islower():
+                # ufuncs and the like (np.sin, np.clip...): the array's dtype.
+                first = self._first_argument(node)
+                return first if first is not None and first.kind == NUMPY and first.info != "rng" else None
             if attr in lib.NUMPY_SAME_FUNCTIONS:
                 first = self._first_argument(node)
                 if first is not None and first.kind == NUMPY:
@@ -1515,6 +1519,8 @@ class Interpreter:
             if _looks_like_module(func.value):
                 return self._module_method(method, receiver, key, node, frame, statement)
             return make(TENSOR, (lib.CAST_METHODS[method],), self.origin(node))
+        if kind is None and method in ("argmax", "argmin", "argsort"):
+            return make(TENSOR, (INT,), self.origin(node))
         if kind is None and method in lib.TENSOR_INT_METHODS and not node.args:
             return make(TENSOR, (lib.TENSOR_INT_METHODS[method],), self.origin(node))
         if kind is None and method in ("numpy",):
@@ -1604,8 +1610,8 @@ class Interpreter:
             module = receiver
             return Value(kind=PARAMS, dtypes=module.dtypes, partial=module.partial, origins=module.origins,
                          target=key, info="named" if method == "named_parameters" else None, role=module.role)
-        if method in lib.MODULE_SELF_METHODS:
-            return receiver
+        if method in lib.MODULE_SELF_METHODS or method in ("to", "type"):
+            return receiver  # a device move or a no-op: same module, same dtype
         if method in ("forward", "__call__"):
             return self._module_call(receiver, node, frame)
         if method == "generate":

@@ -1,0 +1,867 @@
+"""DTL101-DTL106: a module or op receives a tensor of a dtype it cannot take.
+
+Every rule here asks the dtype flow (``ctx.flow``) what a module and its inputs are at the call;
+none re-derives a dtype. Unknown dtypes stay silent.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.rules.base import Invalid, Rule
+
+LOSS_FUNCTIONS = frozenset(
+    """cross_entropy binary_cross_entropy binary_cross_entropy_with_logits nll_loss mse_loss l1_loss
+    smooth_l1_loss huber_loss kl_div soft_margin_loss multilabel_soft_margin_loss cosine_embedding_loss
+    margin_ranking_loss poisson_nll_loss gaussian_nll_loss""".split()
+)
+LOSS_CLASS = re.compile(r"Loss$")
+TORCH_LAYER = re.compile(r"^torch\.nn\.(modules\.[\w.]+\.)?[A-Z]\w*$")
+CASTS_IN_FORWARD = re.compile(r"\.(to|half|float|bfloat16|double|type|type_as)\(|\.dtype\b|autocast")
+ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+def code(ctx, node: cst.CSTNode, limit: int = 50) -> str:
+    text = " ".join(ctx.code_for(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def dtype_phrase(value: Value, dtype: str | None = None) -> str:
+    """``float16 since line 4 (`model.half()`)``."""
+    since = value.since(dtype)
+    return f"{value.describe()}{' ' + since if since else ''}"
+
+
+def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression]:
+    """The module a call runs (``model(x)``, ``self.net(x)``, ``model.forward(x)``)."""
+    value = ctx.flow.value_of(call.func)
+    if value is not None and value.kind == "module":
+        return value, call.func
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
+        value = ctx.flow.value_of(call.func.value)
+        if value is not None and value.kind == "module":
+            return value, call.func.value
+    return None, call.func
+
+
+def is_loss_module(value: Value) -> bool:
+    return isinstance(value.info, str) and bool(LOSS_CLASS.search(value.info))
+
+
+def is_torch_layer(value: Value) -> bool:
+    return isinstance(value.info, str) and bool(TORCH_LAYER.match(value.info))
+
+
+def loss_name(ctx, call: cst.Call) -> str | None:
+    """``F.cross_entropy`` / ``nn.CrossEntropyLoss()`` instance -> the loss's short name."""
+    for qualified in ctx.names.qualified_names(call.func):
+        module, _, attr = qualified.rpartition(".")
+        if module in ("torch.nn.functional", "torch") and attr in LOSS_FUNCTIONS:
+            return attr
+    value = ctx.flow.value_of(call.func)
+    if value is not None and value.kind == "module" and is_loss_module(value):
+        return value.info.rsplit(".", 1)[-1]
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _class_forward_casts(module: cst.Module, class_name: str) -> bool:
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            for item in body:
+                if isinstance(item, cst.FunctionDef) and item.name.value == "forward":
+                    return bool(CASTS_IN_FORWARD.search(module.code_for_node(item)))
+    return False
+
+
+def forward_casts_inputs(ctx, module: Value) -> bool:
+    """A user class whose ``forward`` casts (``x.to(self.dtype)``): it adapts its inputs itself."""
+    if not isinstance(module.info, str) or "." in module.info:
+        return False
+    return _class_forward_casts(ctx.module, module.info)
+
+
+def arguments(call: cst.Call):
+    yield from call.args
+
+
+def with_suffix(ctx, node: cst.BaseExpression, suffix: str) -> str:
+    text = ctx.code_for(node)
+    return f"{text}{suffix}" if isinstance(node, ATOMIC) else f"({text}){suffix}"
+
+
+def suffix_edit(rule: Rule, node: cst.BaseExpression, suffix: str) -> Edit:
+    """An edit that appends ``suffix`` to ``node`` (``x`` -> ``x.float()``, ``a + b`` -> ``(a + b).float()``).
+
+    A parenthesised node's range excludes its parentheses: the suffix goes after them.
+    """
+    rpar = "".join(rule.ctx.module.code_for_node(p) for p in getattr(node, "rpar", ()))
+    if rpar and "\n" not in rpar:
+        end = rule.ctx.position(node).end
+        column = end.column + 1 + len(rpar)
+        return Edit(end.line, column, end.line, column, suffix)
+    return rule.replace(node, with_suffix(rule.ctx, node, suffix))
+
+
+def model_dtype_expression(ctx, module_node: cst.BaseExpression, module: Value) -> str:
+    text = ctx.code_for(module_node)
+    if isinstance(module.info, str) and not module.info.startswith("torch.") and module.info[:1].isupper() and (
+        "Model" in module.info or module.info.startswith(("Auto", "UNet", "Autoencoder"))
+    ):
+        return f"{text}.dtype"  # transformers / diffusers models carry .dtype
+    return f"next({text}.parameters()).dtype"
+
+
+# -- DTL101 -----------------------------------------------------------------------------------
+class LowpModelFp32Input(Rule):
+    """## What it does
+    Flags a call of a module that was cast to float16/bfloat16 (`model.half()`,
+    `model.to(torch.bfloat16)`, `from_pretrained(..., torch_dtype=torch.float16)`) on a tensor the
+    dtype flow knows is float32 (a factory without `dtype=`, `.float()`, an image processor's
+    `pixel_values`), outside any autocast region.
+
+    ## Why is this bad?
+    Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
+    with `expected scalar type Half but found Float`, `mat1 and mat2 must have the same dtype` or
+    `Input type (float) and bias type (c10::Half) should be the same`. Autocast would cast the
+    input; a hand-cast model does not.
+
+    ## Example
+    ```python
+    model = model.half()
+    inputs = torch.randn(1, 10)
+    output = model(inputs)
+    ```
+
+    ## Use instead
+    ```python
+    model = model.half()
+    inputs = torch.randn(1, 10, dtype=torch.float16)  # or inputs.to(model's dtype)
+    output = model(inputs)
+    ```
+    or keep the model in float32 and run the forward pass under `torch.autocast`.
+
+    ## Fix safety
+    Unsafe: the fix casts the input with `x.to(<model dtype>)`, which lowers its precision; it
+    is offered only where the input is a plain argument.
+    """
+
+    code = "DTL101"
+    name = "lowp-model-fp32-input"
+    summary = "Half/bfloat16 model called on a float32 tensor outside autocast"
+    fix_safety = Safety.UNSAFE
+    triggers = ("half", "Half", "16")
+    valid = (
+        "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
+        "import torch\nmodel = torch.nn.Linear(10, 2)\nwith torch.autocast('cuda'):\n    model(torch.randn(1, 10))\n",
+        "import torch\nmodel = torch.nn.Linear(10, 2).half()\nmodel(batch)\n",
+        "import torch\nmodel = AutoModel.from_pretrained('m', torch_dtype=torch.float16)\nids = tok('hi', return_tensors='pt')\nmodel(**ids)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(10, 2)\nmodel = model.half()\ninputs = torch.randn(1, 10)\noutput = model(inputs)\n",
+            fixed="import torch\nmodel = torch.nn.Linear(10, 2)\nmodel = model.half()\ninputs = torch.randn(1, 10)\noutput = model(inputs.to(next(model.parameters()).dtype))\n",
+        ),
+        Invalid(
+            "import torch\nnet = torch.nn.Conv2d(3, 8, 3).to('cuda', torch.bfloat16)\nimg = torch.rand(1, 3, 32, 32)\nnet(img)\n",
+            fixed="import torch\nnet = torch.nn.Conv2d(3, 8, 3).to('cuda', torch.bfloat16)\nimg = torch.rand(1, 3, 32, 32)\nnet(img.to(next(net.parameters()).dtype))\n",
+        ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModel, AutoProcessor\nmodel = AutoModel.from_pretrained('m', torch_dtype=torch.float16)\nprocessor = AutoProcessor.from_pretrained('m')\ninputs = processor(images=image, return_tensors='pt')\nmodel(**inputs)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        module, module_node = callee_module(self.ctx, node)
+        if module is None or not module.dtypes & LOW or is_loss_module(module) or module.role == "quantized":
+            return
+        if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
+            return
+        low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
+        for arg in arguments(node):
+            value = flow.value_of(arg.value)
+            if value is None:
+                continue
+            if arg.star == "**" or value.kind == "batch":
+                element = value.element if value.kind == "batch" else None
+                if element is None or element.dtype != FP32:
+                    continue
+                self._flag(node, module, module_node, arg, element, low, fixable=False)
+                return
+            if value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
+                self._flag(node, module, module_node, arg, value, low, fixable=True)
+                return
+
+    def _flag(self, node, module, module_node, arg, value, low, fixable) -> None:
+        name = code(self.ctx, module_node)
+        argument = code(self.ctx, arg.value)
+        if arg.star == "**":
+            argument = f"{argument}['pixel_values']"
+        hf = isinstance(module.info, str) and not module.info.startswith("torch.") and not is_torch_layer(module)
+        if module.certain:
+            confidence = Confidence.MEDIUM if hf and arg.star == "**" else Confidence.HIGH
+        else:
+            confidence = Confidence.MEDIUM
+        message = (
+            f"`{name}` is {dtype_phrase(module, low)}, but `{argument}` is {dtype_phrase(value)} and no "
+            f"autocast region is active: the call fails with a dtype mismatch (expected scalar type "
+            f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
+            f"Float); cast the input or use autocast"
+        )
+        fix = None
+        if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):
+            target = model_dtype_expression(self.ctx, module_node, module)
+            fix = Fix(
+                Safety.UNSAFE,
+                (suffix_edit(self, arg.value, f".to({target})"),),
+                "cast the input to the model's dtype",
+            )
+        self.report(arg.value, message, confidence=confidence, fix=fix)
+
+
+# -- DTL102 -----------------------------------------------------------------------------------
+class PartialLowpCast(Rule):
+    """## What it does
+    Flags two ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
+    a new `torch.nn` layer (a classification head, an adapter) attached to a model *after* the
+    whole model was cast to low precision, and a cast of one submodule (`model.encoder.half()`)
+    of a float32 model that is then called as a whole, with no autocast region around the call.
+
+    ## Why is this bad?
+    The forward pass hands the half-precision activations of one part to the float32 weights of
+    the other (or the reverse) and fails with `mat1 and mat2 must have the same dtype, but got
+    Half and Float`. Layers created after `model.half()` are float32: `half()` is not sticky.
+
+    ## Example
+    ```python
+    model = AutoModel.from_pretrained("bert-base-uncased").half()
+    model.classifier = nn.Linear(768, 2)
+    logits = model(**batch)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModel.from_pretrained("bert-base-uncased")
+    model.classifier = nn.Linear(768, 2)
+    model.half()  # cast after the model is complete, or train under torch.autocast
+    ```
+
+    ## Fix safety
+    No fix: where the cast belongs depends on how the model is trained.
+    """
+
+    code = "DTL102"
+    name = "partial-lowp-cast"
+    summary = "Part of a model cast to low precision, the rest float32, called outside autocast"
+    triggers = ("half", "Half", "16")
+    valid = (
+        "import torch\nfrom torch import nn\nmodel = Net()\nmodel.head = nn.Linear(8, 2)\nmodel.half()\nmodel(x)\n",
+        "import torch\nfrom torch import nn\nmodel = Net().half()\nmodel.head = nn.Linear(8, 2).half()\nmodel(x)\n",
+        "import torch\nfrom torch import nn\nmodel = Net()\nmodel.encoder.half()\nwith torch.autocast('cuda'):\n    model(x)\n",
+    )
+    invalid = (
+        Invalid("import torch\nfrom torch import nn\nmodel = Net().half()\nmodel.head = nn.Linear(8, 2)\nmodel(x)\n"),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.encoder = nn.Linear(4, 4)\n        self.head = nn.Linear(4, 2)\n    def forward(self, x):\n"
+            "        return self.head(self.encoder(x))\nmodel = Net()\nmodel.encoder.half()\nmodel(x)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._calls: dict[str, list[cst.Call]] = {}
+        self._heads: list[tuple[cst.Assign, str, Value, Value]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        module, module_node = callee_module(self.ctx, node)
+        key = dotted_name(module_node) if module is not None else None
+        if key and self.ctx.flow.autocast_at(node) is None:
+            self._calls.setdefault(key, []).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
+            return
+        target = node.targets[0].target
+        parent = self.ctx.flow.value_of(target.value)
+        new = self.ctx.flow.value_of(node.value)
+        parent_key = dotted_name(target.value)
+        if parent is None or new is None or parent_key is None or parent.kind != "module" or new.kind != "module":
+            return
+        if not (parent.certain and parent.dtype in LOW and new.certain and new.dtype == FP32 and is_torch_layer(new)):
+            return
+        self._heads.append((node, parent_key, parent, new))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        flow = self.ctx.flow
+        for assign, parent_key, parent, new in self._heads:
+            line = self.ctx.position(assign).start.line
+            later_casts = [
+                c for c in flow.module_casts
+                if c.target == parent_key and self.ctx.position(c.node).start.line > line
+            ]
+            calls = [c for c in self._calls.get(parent_key, ()) if self.ctx.position(c).start.line > line]
+            if later_casts:
+                continue
+            if calls:
+                where = f"the forward pass at line {self.ctx.position(calls[0]).start.line}"
+            elif self._returned(assign, parent_key):
+                where = "its forward pass"
+            else:
+                continue
+            head = code(self.ctx, assign.targets[0].target)
+            self.report(
+                assign.value,
+                f"`{head}` is a new float32 `{new.info.rsplit('.', 1)[-1]}` attached to `{parent_key}`, which is "
+                f"{dtype_phrase(parent)}; {where} mixes {LONG_NAMES[parent.dtype]} and float32 outside autocast "
+                f"(mat1 and mat2 must have the same dtype). Attach layers before casting the model",
+                confidence=Confidence.HIGH,
+            )
+        for cast in flow.module_casts:
+            if "." not in cast.target or not cast.dtypes or not cast.dtypes <= LOW or cast.target.startswith("self."):
+                continue
+            parent_key = cast.target.rsplit(".", 1)[0]
+            receiver = cast.node.func.value if isinstance(cast.node.func, cst.Attribute) else None
+            if not isinstance(receiver, cst.Attribute):
+                continue
+            parent = flow.value_of(receiver.value)
+            if parent is None or parent.kind != "module" or parent.dtype != FP32:
+                continue
+            if not isinstance(parent.info, str) or "Pipeline" in parent.info or parent.info.startswith("torch.nn"):
+                continue
+            if forward_casts_inputs(self.ctx, parent):
+                continue
+            line = self.ctx.position(cast.node).start.line
+            calls = [c for c in self._calls.get(parent_key, ()) if self.ctx.position(c).start.line > line]
+            whole = [c for c in flow.module_casts if c.target == parent_key and self.ctx.position(c.node).start.line > line]
+            if not calls or whole:
+                continue
+            self.report(
+                cast.node,
+                f"only `{cast.target}` is cast to {' or '.join(LONG_NAMES[d] for d in sorted(cast.dtypes))}; the rest of "
+                f"`{parent_key}` stays float32 and `{parent_key}(...)` at line {self.ctx.position(calls[0]).start.line} "
+                f"runs outside autocast, so activations cross a dtype boundary (mat1 and mat2 must have the same dtype)",
+                confidence=Confidence.MEDIUM,
+            )
+
+
+    def _returned(self, node: cst.CSTNode, key: str) -> bool:
+        """The model built in a helper is returned to a caller that runs it."""
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if function is None:
+            return False
+        found = []
+
+        class Returns(cst.CSTVisitor):
+            def visit_FunctionDef(self, inner):
+                return inner is function
+
+            def visit_Return(self, ret):
+                if ret.value is not None and dotted_name(ret.value) == key:
+                    found.append(ret)
+
+        function.visit(Returns())
+        return bool(found)
+
+
+# -- DTL103 -----------------------------------------------------------------------------------
+class AutocastBoundaryLeak(Rule):
+    """## What it does
+    Flags a float32 layer called, outside autocast or inside an `autocast(enabled=False)` region,
+    on a tensor that a linear/conv/matmul produced *inside* an enabled autocast region, so it is
+    float16/bfloat16.
+
+    ## Why is this bad?
+    Autocast casts inputs only while it is active. Its low-precision outputs keep their dtype
+    after the block, and a disabled region does not cast them back, so the float32 layer fails
+    with `mat1 and mat2 must have the same dtype, but got BFloat16 and Float`. The autocast docs
+    ask disabled regions to cast their inputs with `.float()`.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        features = backbone(images)
+        with torch.autocast("cuda", enabled=False):
+            logits = head(features)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        features = backbone(images)
+        with torch.autocast("cuda", enabled=False):
+            logits = head(features.float())
+    ```
+
+    ## Fix safety
+    Safe: `.float()` on a float16/bfloat16 tensor is exact, and it is what the float32 layer
+    needs.
+    """
+
+    code = "DTL103"
+    name = "autocast-boundary-leak"
+    summary = "Autocast output reaches a float32 layer outside the (enabled) region"
+    fix_safety = Safety.SAFE
+    triggers = ("autocast",)
+    valid = (
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\n    y = head(h)\n",
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\nwith torch.autocast('cuda', enabled=False):\n    y = head(h.float())\n",
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', enabled=False):\n    h = fc(x)\ny = head(h)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = fc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h)\n",
+            fixed="import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = fc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h.float())\n",
+        ),
+        Invalid(
+            "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\ny = head(h)\n",
+            fixed="import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\ny = head(h.float())\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        module, module_node = callee_module(self.ctx, node)
+        if module is None or module.dtype != FP32 or is_loss_module(module) or flow.autocast_at(node) is not None:
+            return
+        if not is_torch_layer(module) and not (isinstance(module.info, str) and "." not in module.info):
+            return
+        if forward_casts_inputs(self.ctx, module):
+            return
+        stack = flow.autocast_stack_at(node)
+        where = "inside `autocast(enabled=False)`" if stack else "after the autocast block"
+        for arg in arguments(node):
+            if arg.star:
+                continue
+            value = flow.value_of(arg.value)
+            if value is None or value.kind != "tensor" or value.autocast not in ("fp16", "bf16"):
+                continue
+            if not value.dtypes <= LOW:
+                continue
+            if value.certain:
+                confidence = Confidence.HIGH if is_torch_layer(module) else Confidence.MEDIUM
+            else:
+                confidence = Confidence.LOW
+            name = code(self.ctx, module_node)
+            argument = code(self.ctx, arg.value)
+            self.report(
+                arg.value,
+                f"`{argument}` was produced under autocast as {LONG_NAMES[value.autocast]}"
+                f"{' ' + value.since() if value.since() else ''}; `{name}` has float32 weights and runs {where}, "
+                f"where nothing casts its input: mat1 and mat2 must have the same dtype. Cast with `.float()`",
+                confidence=confidence,
+                fix=Fix(Safety.SAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32"),
+            )
+            return
+
+
+# -- DTL104 -----------------------------------------------------------------------------------
+# method -> position of the source tensor argument (after self) and its keyword.
+INDEX_METHODS = {
+    "index_add_": (2, "source"), "index_add": (2, "source"),
+    "index_copy_": (2, "source"), "index_copy": (2, "source"),
+    "scatter_": (2, "src"), "scatter": (2, "src"),
+    "scatter_add_": (2, "src"), "scatter_add": (2, "src"),
+    "scatter_reduce_": (2, "src"), "scatter_reduce": (2, "src"),
+    "index_put_": (1, "values"), "index_put": (1, "values"),
+    "masked_scatter_": (1, "source"), "masked_scatter": (1, "source"),
+}
+
+
+class IndexOpDtype(Rule):
+    """## What it does
+    Flags `index_add_`, `index_copy_`, `scatter_`/`scatter_add_`/`scatter_reduce_`,
+    `index_put_`, `masked_scatter_` and advanced-index assignment (`dest[mask] = src`,
+    `dest[idx] = src` with a tensor index) where the destination and the source tensors are known
+    to have different floating dtypes (typically a float16 buffer and a float32 update).
+
+    ## Why is this bad?
+    These ops never promote: they fail with `index_add_(): self (Half) and source (Float) must
+    have the same scalar type`, `scatter(): Expected self.dtype to be equal to src.dtype` or
+    `Index put requires the source and destination dtypes match`. Plain slicing (`dest[0] = src`)
+    casts silently; tensor indices do not.
+
+    ## Example
+    ```python
+    memory = torch.zeros(n, d, dtype=torch.float16)
+    update = torch.randn(k, d)
+    memory.index_add_(0, idx, update)
+    ```
+
+    ## Use instead
+    ```python
+    memory.index_add_(0, idx, update.to(memory.dtype))
+    ```
+
+    ## Fix safety
+    Safe: the destination stores the values in its own dtype anyway; casting the source first is
+    what a dtype-agnostic copy does.
+    """
+
+    code = "DTL104"
+    name = "index-op-dtype"
+    summary = "Index/scatter op with destination and source of different dtypes"
+    fix_safety = Safety.SAFE
+    triggers = ("torch",)
+    valid = (
+        "import torch\nm = torch.zeros(4, 2, dtype=torch.float16)\nm.index_add_(0, idx, torch.ones(1, 2).half())\n",
+        "import torch\nm = torch.zeros(4, dtype=torch.float16)\nm[0] = torch.ones(())\n",
+        "import torch\nm = torch.zeros(4, dtype=torch.float16)\nm.scatter_(0, idx, 1.0)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nmemory = torch.zeros(4, 2, dtype=torch.float16)\nupdate = torch.randn(1, 2)\nmemory.index_add_(0, idx, update)\n",
+            fixed="import torch\nmemory = torch.zeros(4, 2, dtype=torch.float16)\nupdate = torch.randn(1, 2)\nmemory.index_add_(0, idx, update.to(memory.dtype))\n",
+        ),
+        Invalid(
+            "import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3)\n",
+            fixed="import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3).to(scores.dtype)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in INDEX_METHODS:
+            return
+        position, keyword = INDEX_METHODS[node.func.attr.value]
+        source = None
+        positional = 0
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                source = arg.value
+            elif arg.keyword is None and not arg.star:
+                if positional == position:
+                    source = arg.value
+                positional += 1
+        if source is not None:
+            self._check(node.func.value, source, node.func.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if not isinstance(subscript, cst.Subscript):
+                continue
+            indexed_by_tensor = False
+            for element in subscript.slice:
+                if isinstance(element.slice, cst.Index):
+                    index = self.ctx.flow.value_of(element.slice.value)
+                    if index is not None and index.kind == "tensor" and index.dtypes & {INT, BOOL}:
+                        indexed_by_tensor = True
+            if indexed_by_tensor:
+                self._check(subscript.value, node.value, "index assignment")
+
+    def _check(self, dest_node, source_node, op: str) -> None:
+        flow = self.ctx.flow
+        dest = flow.value_of(dest_node)
+        source = flow.value_of(source_node)
+        if dest is None or source is None or dest.kind != "tensor" or source.kind != "tensor":
+            return
+        floats = {FP32, "fp16", "bf16", FP64}
+        if not dest.dtypes or not source.dtypes or not (dest.dtypes | source.dtypes) <= floats:
+            return
+        if dest.certain and source.certain:
+            if dest.dtype == source.dtype:
+                return
+            confidence = Confidence.HIGH
+        elif (dest.certain and dest.dtype not in source.dtypes and not source.partial) or (
+            source.certain and source.dtype not in dest.dtypes and not dest.partial
+        ):
+            confidence = Confidence.HIGH
+        elif dest.certain or source.certain:
+            if dest.dtypes == source.dtypes:
+                return
+            confidence = Confidence.MEDIUM
+        else:
+            return
+        fix = None
+        if isinstance(dest_node, (cst.Name, cst.Attribute)):
+            fix = Fix(
+                Safety.SAFE,
+                (suffix_edit(self, source_node, f".to({self.ctx.code_for(dest_node)}.dtype)"),),
+                "cast the source to the destination's dtype",
+            )
+        self.report(
+            source_node,
+            f"`{code(self.ctx, dest_node)}` is {dtype_phrase(dest)} but the source `{code(self.ctx, source_node)}` is "
+            f"{dtype_phrase(source)}; {op} does not promote and fails (source and destination dtypes must match)",
+            confidence=confidence,
+            fix=fix,
+        )
+
+
+# -- DTL105 -----------------------------------------------------------------------------------
+class NumpyFloat64Leak(Rule):
+    """## What it does
+    Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
+    `torch.tensor(np.linspace(...))`) passed to a float32/half module, or to a loss together
+    with a float32 tensor.
+
+    ## Why is this bad?
+    NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
+    then fails with `mat1 and mat2 must have the same dtype, but got Double and Float`; a loss
+    silently promotes to float64 (slow, and the gradient dtype no longer matches the model).
+
+    ## Example
+    ```python
+    x = torch.from_numpy(np.random.randn(16, 8))
+    y = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.from_numpy(np.random.randn(16, 8).astype(np.float32))
+    y = model(x)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix appends `.float()` at the call, which drops float64 precision.
+    """
+
+    code = "DTL105"
+    name = "numpy-float64-leak"
+    summary = "NumPy float64 data reaches a float32 model or loss"
+    fix_safety = Safety.UNSAFE
+    triggers = ("numpy", "np.", "float64", "pandas")
+    valid = (
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8).astype(np.float32))\nmodel(x)\n",
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2).double()\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.tensor(np.random.randn(4, 8), dtype=torch.float32)\nmodel(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
+            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x.float())\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
+        ),
+    )
+
+    def _from_numpy(self, value: Value) -> bool:
+        origin = value.origin_of(FP64)
+        if origin is None:
+            return False
+        produced = self.ctx.flow.value_of(origin.node)
+        return produced is not None and produced.kind == "numpy"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        module, module_node = callee_module(self.ctx, node)
+        loss = loss_name(self.ctx, node)
+        values = [(arg, flow.value_of(arg.value)) for arg in arguments(node) if not arg.star]
+        leaks = [(arg, v) for arg, v in values if v is not None and v.kind == "tensor" and v.dtype == FP64 and self._from_numpy(v)]
+        if not leaks:
+            return
+        arg, value = leaks[0]
+        argument = code(self.ctx, arg.value)
+        if loss is not None:
+            others = [
+                v for a, v in values
+                if v is not None and v.kind == "tensor" and v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
+            ]
+            if not others:
+                return
+            self.report(
+                arg.value,
+                f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) and meets a "
+                f"{others[0].describe()} tensor in `{loss}`: the loss is silently computed in float64 "
+                f"(or fails in backward); convert the array with `.astype(np.float32)`",
+                confidence=Confidence.MEDIUM,
+            )
+            return
+        if module is None or is_loss_module(module) or not module.certain or module.dtype == FP64:
+            return
+        if forward_casts_inputs(self.ctx, module):
+            return
+        fix = None
+        if module.dtype == FP32:
+            fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32")
+        self.report(
+            arg.value,
+            f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
+            f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
+            f"but got Double and {'Float' if module.dtype == FP32 else 'Half' if module.dtype == FP16 else 'BFloat16'}",
+            confidence=Confidence.HIGH if is_torch_layer(module) or "." not in str(module.info) else Confidence.MEDIUM,
+            fix=fix,
+        )
+
+
+# -- DTL106 -----------------------------------------------------------------------------------
+class IntBoolDtype(Rule):
+    """## What it does
+    Flags ops that need an integer, boolean or floating tensor and get one the dtype flow knows
+    is of the wrong category: float targets for `nll_loss`/`NLLLoss`, float inputs to `one_hot`
+    or an `nn.Embedding`, non-bool masks for `masked_fill`, float tensors used as indices,
+    `.mean()` of an integer or boolean tensor (`(preds == labels).mean()`), integer targets for
+    `binary_cross_entropy(_with_logits)`/`BCELoss`, and `requires_grad=True` on integer tensors.
+
+    ## Why is this bad?
+    Each fails at run time: `expected target dtype to be Long or Byte, but got Float`,
+    `one_hot is only applicable to index tensor of type LongTensor`, `masked_fill_ only supports
+    boolean masks`, `tensors used as indices must be long, int, byte or bool tensors`,
+    `mean(): could not infer output dtype`, `result type Float can't be cast to the desired
+    output type Long`, `Only Tensors of floating point and complex dtype can require gradients`.
+
+    ## Example
+    ```python
+    accuracy = (logits.argmax(-1) == labels).mean()
+    loss = F.binary_cross_entropy_with_logits(logits, labels)  # labels: int64
+    ```
+
+    ## Use instead
+    ```python
+    accuracy = (logits.argmax(-1) == labels).float().mean()
+    loss = F.binary_cross_entropy_with_logits(logits, labels.float())
+    ```
+
+    ## Fix safety
+    Unsafe: the fix inserts `.float()`, `.long()` or `.bool()`; `.long()` truncates fractional
+    indices and `.bool()` treats every non-zero value as True.
+    """
+
+    code = "DTL106"
+    name = "int-bool-dtype"
+    summary = "Op given an int/bool/float tensor of the wrong category"
+    fix_safety = Safety.UNSAFE
+    triggers = ("torch",)
+    valid = (
+        "import torch\nacc = (torch.randn(4, 3).argmax(-1) == torch.randint(0, 3, (4,))).float().mean()\n",
+        "import torch\nimport torch.nn.functional as F\nloss = F.binary_cross_entropy_with_logits(torch.randn(4), torch.randint(0, 2, (4,)).float())\n",
+        "import torch\nscores = torch.randn(4, 4)\nmask = scores > 0\nscores = scores.masked_fill(mask, 0.0)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\npreds = torch.randn(4, 3).argmax(-1)\nlabels = torch.randint(0, 3, (4,))\nacc = (preds == labels).mean()\n",
+            fixed="import torch\npreds = torch.randn(4, 3).argmax(-1)\nlabels = torch.randint(0, 3, (4,))\nacc = (preds == labels).float().mean()\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nlabels = torch.randint(0, 2, (4,))\nloss = F.binary_cross_entropy_with_logits(torch.randn(4), labels)\n",
+            fixed="import torch\nimport torch.nn.functional as F\nlabels = torch.randint(0, 2, (4,))\nloss = F.binary_cross_entropy_with_logits(torch.randn(4), labels.float())\n",
+        ),
+        Invalid(
+            "import torch\nids = torch.randint(0, 5, (3,), requires_grad=True)\n",
+        ),
+    )
+
+    def _value(self, node) -> Value | None:
+        value = self.ctx.flow.value_of(node)
+        return value if value is not None and value.kind == "tensor" and value.certain else None
+
+    def _fix(self, node, suffix: str) -> Fix:
+        return Fix(Safety.UNSAFE, (suffix_edit(self, node, suffix),), f"insert `{suffix}`")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        func = node.func
+        qualified = self.ctx.names.qualified_names(func)
+        short = {q.rpartition(".")[2] for q in qualified if q.startswith("torch")}
+        args = [a for a in arguments(node) if not a.star]
+        positional = [a for a in args if a.keyword is None]
+
+        def arg(keyword: str, index: int):
+            for a in args:
+                if a.keyword is not None and a.keyword.value == keyword:
+                    return a.value
+            return positional[index].value if index < len(positional) else None
+
+        # .mean() of an int/bool tensor
+        if isinstance(func, cst.Attribute) and func.attr.value == "mean" and not node.args:
+            value = self._value(func.value)
+            if value is not None and value.dtype in (INT, BOOL):
+                self.report(
+                    func.value,
+                    f"`{code(self.ctx, func.value)}` is {dtype_phrase(value)}: mean(): could not infer output dtype "
+                    f"(input must be floating point); use `.float().mean()`",
+                    fix=self._fix(func.value, ".float()"),
+                )
+            return
+        loss = loss_name(self.ctx, node)
+        if loss in ("nll_loss", "NLLLoss"):
+            target = arg("target", 1)
+            value = self._value(target) if target is not None else None
+            if value is not None and value.dtype in (FP32, FP16, "bf16", FP64):
+                self.report(
+                    target,
+                    f"the target `{code(self.ctx, target)}` of `{loss}` is {dtype_phrase(value)}: expected target dtype "
+                    f"to be Long or Byte, but got Float; pass class indices with `.long()`",
+                    fix=self._fix(target, ".long()"),
+                )
+            return
+        if loss in ("binary_cross_entropy", "binary_cross_entropy_with_logits", "BCELoss", "BCEWithLogitsLoss"):
+            target = arg("target", 1)
+            value = self._value(target) if target is not None else None
+            if value is not None and value.dtype in (INT, BOOL):
+                self.report(
+                    target,
+                    f"the target `{code(self.ctx, target)}` of `{loss}` is {dtype_phrase(value)}: BCE needs a floating "
+                    f"target (result type Float can't be cast to the desired output type Long); use `.float()`",
+                    fix=self._fix(target, ".float()"),
+                )
+            return
+        if "one_hot" in short:
+            tensor = arg("tensor", 0)
+            value = self._value(tensor) if tensor is not None else None
+            if value is not None and value.dtype in (FP32, FP16, "bf16", FP64, BOOL):
+                self.report(
+                    tensor,
+                    f"`{code(self.ctx, tensor)}` is {dtype_phrase(value)}: one_hot is only applicable to index tensor "
+                    f"of type LongTensor; use `.long()`",
+                    fix=self._fix(tensor, ".long()"),
+                )
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in ("masked_fill", "masked_fill_") and positional:
+            mask = arg("mask", 0)
+            value = self._value(mask) if mask is not None else None
+            receiver = flow.value_of(func.value)
+            if value is not None and value.dtype in (INT, FP32, FP16, "bf16", FP64) and receiver is not None and receiver.kind == "tensor":
+                self.report(
+                    mask,
+                    f"the mask `{code(self.ctx, mask)}` is {dtype_phrase(value)}: masked_fill only supports boolean "
+                    f"masks; use `.bool()` (or compare, e.g. `mask == 0`)",
+                    fix=self._fix(mask, ".bool()"),
+                )
+            return
+        module, module_node = callee_module(self.ctx, node)
+        if module is not None and isinstance(module.info, str) and module.info.endswith(".Embedding") and positional:
+            value = self._value(positional[0].value)
+            if value is not None and value.dtype in (FP32, FP16, "bf16", FP64):
+                self.report(
+                    positional[0].value,
+                    f"`{code(self.ctx, positional[0].value)}` is {dtype_phrase(value)} but `{code(self.ctx, module_node)}` "
+                    f"is an nn.Embedding: indices must be Long or Int; use `.long()`",
+                    fix=self._fix(positional[0].value, ".long()"),
+                )
+            return
+        for a in args:
+            if a.keyword is not None and a.keyword.value == "requires_grad" and isinstance(a.value, cst.Name) and a.value.value == "True":
+                value = self._value(node)
+                if value is not None and value.dtype in (INT, BOOL):
+                    self.report(
+                        a,
+                        f"this tensor is {dtype_phrase(value)}: Only Tensors of floating point and complex dtype can "
+                        f"require gradients",
+                    )
+                return
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        base = self.ctx.flow.value_of(node.value)
+        if base is None or base.kind != "tensor":
+            return
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                index = self._value(element.slice.value)
+                if index is not None and index.dtype in (FP32, FP16, "bf16", FP64):
+                    target = element.slice.value
+                    self.report(
+                        target,
+                        f"`{code(self.ctx, target)}` is {dtype_phrase(index)}: tensors used as indices must be long, "
+                        f"int, byte or bool tensors; use `.long()`",
+                        fix=self._fix(target, ".long()"),
+                    )
