@@ -18,6 +18,7 @@ import pytest
 from conftest import FIXTURES
 from dtype_lint.config import load_settings
 from dtype_lint.fixer import FixOptions, fix_bytes
+from dtype_lint.rules import all_rules
 
 EXPECT_COMMENT = re.compile(r"[ \t]*#\s*expect:[^\r\n]*")
 PAIRS = sorted(
@@ -51,3 +52,11 @@ def test_golden_file_is_a_fixed_point(source, expected):
     result = _fix(expected)
     assert not result.changed, result.diff
 
+
+
+def test_every_fixable_rule_has_a_golden_file():
+    fixed_codes: set[str] = set()
+    for source, _ in PAIRS:
+        fixed_codes.update(finding.code for finding in _fix(source).fixed)
+    fixable = {rule.code for rule in all_rules() if rule.fix_safety is not None}
+    assert sorted(fixable - fixed_codes) == [], "fixable rules without a golden fixture pair (fixtures/fixes/)"
