@@ -154,7 +154,7 @@ def test_fallback_fix_is_reported_as_not_applied(tmp_path):
     assert result.returncode == 1
     assert path.read_text() == text
     assert (
-        "compat.py:5:14: DTL201 fix not applied automatically: inside a try/except ImportError/AttributeError fallback"
+        "compat.py:5:14: DTL201 fix not applied automatically: inside a try/except compatibility fallback"
         in result.stdout
     )
 

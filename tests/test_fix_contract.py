@@ -282,6 +282,11 @@ if hasattr(torch, "amp"):
 else:
     fwd = torch.cuda.amp.custom_fwd()
 
+try:
+    bf16_scaler = torch.amp.GradScaler("cuda", enabled=False)
+except TypeError:  # torch < 2.3 takes no device
+    bf16_scaler = torch.cuda.amp.GradScaler(enabled=False)
+
 if hasattr(model, "module"):  # not a version check: fixed
     model_scaler = torch.cuda.amp.GradScaler()
 '''
@@ -294,11 +299,12 @@ def test_fixes_in_fallback_and_version_check_branches_are_skipped():
         "model_scaler = torch.cuda.amp.GradScaler()", 'model_scaler = torch.amp.GradScaler("cuda")'
     )
     assert [(s.finding.line, s.reason) for s in outcome.skipped] == [
-        (8, "inside a try/except ImportError/AttributeError fallback"),
+        (8, "inside a try/except compatibility fallback"),
         (13, "inside a version-check branch"),
         (18, "inside a version-check branch"),
+        (23, "inside a try/except compatibility fallback"),
     ]
-    assert [f.line for f in outcome.remaining] == [8, 13, 18]
+    assert [f.line for f in outcome.remaining] == [8, 13, 18, 23]
 
 
 # -- imports a fix needs ------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Branches a fix must not touch automatically: import fallbacks and version checks.
 
-Code in ``try: ... except ImportError:`` (or ``AttributeError``) and under
-``if hasattr(torch, "amp"):`` / ``if version.parse(torch.__version__) >= ...:`` exists precisely
-to keep working on several library versions; rewriting the old spelling there to the new API
+Code in ``try: ... except ImportError:`` (or ``AttributeError``, or ``TypeError`` for a changed
+signature) and under ``if hasattr(torch, "amp"):`` / ``if version.parse(torch.__version__) >=
+...:`` exists precisely to keep working on several library versions; rewriting the old spelling there to the new API
 breaks the very versions the branch was written for (TorchFix rewrote such a fallback). Such
 fixes are reported as skipped, for a person to decide.
 """
@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from dtype_lint.facts.names import ImportTable, dotted_name
 
-FALLBACK_ERRORS = ("ImportError", "ModuleNotFoundError", "AttributeError")
+FALLBACK_ERRORS = ("ImportError", "ModuleNotFoundError", "AttributeError", "TypeError")
 # Names that make an ``if`` a version check: ``__version__``, ``version.parse``,
 # ``sys.version_info``, ``is_torch_version``, transformers' ``is_torch_greater_or_equal``.
 VERSION_NAME = re.compile(r"version|(greater|less|older|newer)_(or_equal|than)", re.IGNORECASE)
@@ -56,7 +56,7 @@ class _GuardFinder(cst.CSTVisitor):
     def visit_Try(self, node: cst.Try) -> None:
         if node.handlers and any(_catches_fallback_errors(h) for h in node.handlers):
             # The try body and its handlers; ``else``/``finally`` run on every version.
-            self._add(node, node.handlers[-1], "inside a try/except ImportError/AttributeError fallback")
+            self._add(node, node.handlers[-1], "inside a try/except compatibility fallback")
 
     def visit_If(self, node: cst.If) -> None:
         if self._is_version_check(node.test):
