@@ -172,6 +172,18 @@ class Interpreter:
     def _describe(self, node: cst.CSTNode) -> tuple[int, str]:
         line = self.ctx.position(node).start.line
         text = " ".join(self.ctx.code_for(node).split())
+        if len(text) > 60 and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            # ``AutoModel.from_pretrained(...).half()``: the method is the interesting part.
+            tail = " ".join("".join(self.ctx.module.code_for_node(a) for a in node.args).split())
+            head, receiver = None, node.func.value
+            while isinstance(receiver, (cst.Attribute, cst.Call)):
+                if isinstance(receiver, cst.Call):
+                    head = dotted_name(receiver.func) or head
+                    receiver = receiver.func
+                else:
+                    receiver = receiver.value
+            if head is not None:
+                text = f"{head}(...)...{node.func.attr.value}({tail})"
         if len(text) > 60:
             text = text[:57] + "..."
         return line, text
@@ -1519,6 +1531,9 @@ class Interpreter:
             if _looks_like_module(func.value):
                 return self._module_method(method, receiver, key, node, frame, statement)
             return make(TENSOR, (lib.CAST_METHODS[method],), self.origin(node))
+        if kind is None and method in ("parameters", "named_parameters") and not node.args:
+            # An unknown model's parameters: dtype unknown, but loop variables are parameters.
+            return Value(kind=PARAMS, target=key, info="named" if method == "named_parameters" else None)
         if kind is None and method in ("argmax", "argmin", "argsort"):
             return make(TENSOR, (INT,), self.origin(node))
         if kind is None and method in lib.TENSOR_INT_METHODS and not node.args:

@@ -1,0 +1,547 @@
+"""DTL401-DTL405: casting parameters, gradients and whole models by hand while an optimizer
+trains them.
+
+The dtype flow gives each optimizer the dtype its parameters had when it was built
+(``ctx.flow.optimizers``), every module cast with the value before it (``ctx.flow.module_casts``)
+and the role of loop variables over ``model.parameters()``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.dtypes import FP16, FP32, LONG_NAMES, LOW, Cast, OptimizerInfo
+from dtype_lint.findings import Confidence
+from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.model_input import code, dtype_phrase
+
+EVAL_FUNCTION = re.compile(
+    r"(^|_)(eval|evaluate|evaluation|validate|validation|val|valid|test|predict|inference|infer|generate|"
+    r"sample|sampling)(_|$)",
+    re.IGNORECASE,
+)
+NO_GRAD_DECORATOR = re.compile(r"(no_grad|inference_mode)")
+FREEZES = re.compile(r"requires_grad_\(\s*False\s*\)|requires_grad\s*=\s*False")
+NORM_LAYERS = re.compile(r"(BatchNorm\dd|LayerNorm|GroupNorm|RMSNorm|InstanceNorm\dd)")
+ADAM = re.compile(r"Adam")
+# Optimizers that keep their own fp32/8-bit state or master weights: eps in fp16 is not an issue.
+OWN_STATE = re.compile(r"(bitsandbytes|bnb|apex|deepspeed|8bit|Fused|torchao)")
+FP16_TINIEST = 6e-8
+
+
+def _dtypes(dtypes) -> str:
+    return " or ".join(LONG_NAMES[d] for d in ("fp32", "fp16", "bf16", "fp64", "int", "bool") if d in dtypes)
+
+
+def _cast_of(ctx, node: cst.CSTNode) -> Cast | None:
+    for cast in ctx.flow.module_casts:
+        if cast.node is node:
+            return cast
+    return None
+
+
+def _is_eval_function(function: cst.FunctionDef | None) -> bool:
+    if function is None:
+        return False
+    if EVAL_FUNCTION.search(function.name.value):
+        return True
+    for decorator in function.decorators:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else getattr(expr, "value", "")
+        if isinstance(name, str) and NO_GRAD_DECORATOR.search(name):
+            return True
+    return False
+
+
+def _line(ctx, node: cst.CSTNode) -> int:
+    return ctx.position(node).start.line
+
+
+def _optimizer_name(ctx, optimizer: OptimizerInfo) -> str:
+    return optimizer.qualified if "." in optimizer.qualified else code(ctx, optimizer.node.func)
+
+
+# -- DTL401 -----------------------------------------------------------------------------------
+class HalfWholeModelTrain(Rule):
+    """## What it does
+    Flags `model.half()` / `model.to(torch.float16)` / `model.type(torch.HalfTensor)` on a model
+    whose parameters an optimizer then trains (`torch.optim.AdamW(model.parameters())`), with no
+    adapters (PEFT) and no frozen parameters in the file.
+
+    ## Why is this bad?
+    Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
+    than half an ulp vanish, gradients below 6e-8 flush to zero, Adam's second moment underflows,
+    and norm layers (BatchNorm/LayerNorm/RMSNorm statistics such as `x.pow(2).mean()`) overflow
+    to inf. Mixed precision (float32 weights + `torch.autocast` + `GradScaler`) trains at the same
+    speed without these failures; it is what the PyTorch AMP docs prescribe.
+
+    ## Example
+    ```python
+    model = Net().cuda().half()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    No fix: moving to autocast changes the training loop.
+    """
+
+    code = "DTL401"
+    name = "half-whole-model-train"
+    summary = "Whole model cast to float16 and then trained"
+    triggers = ("half", "Half", "float16")
+    valid = (
+        "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.AdamW(model.parameters())\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).half()\nmodel.eval()\nwith torch.no_grad():\n    y = model(x)\n",
+        "import torch\nfrom peft import get_peft_model\nmodel = Net().half()\nmodel = get_peft_model(model, cfg)\nopt = torch.optim.AdamW(model.parameters())\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).bfloat16()\nopt = torch.optim.AdamW(model.parameters())\n",
+    )
+    invalid = (
+        Invalid("import torch\nmodel = torch.nn.Linear(4, 4).cuda().half()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.norm = nn.LayerNorm(8)\nnet = Net()\nif args.fp16:\n    net.half()\n"
+            "optimizer = torch.optim.AdamW(net.parameters(), eps=1e-4)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        flow = self.ctx.flow
+        if FREEZES.search(self.ctx.text):
+            return
+        reported: set[int] = set()
+        for optimizer in flow.optimizers:
+            params = optimizer.params
+            if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
+                continue
+            origin = params.origin_of(FP16)
+            cast_node = origin.node if origin is not None else None
+            if not self._is_module_cast(cast_node) or id(cast_node) in reported:
+                continue
+            reported.add(id(cast_node))
+            target = optimizer.target or code(self.ctx, cast_node.func.value)
+            norms = NORM_LAYERS.findall(self.ctx.text)
+            norm_note = f"; its {sorted(set(norms))[0]} layers also run their statistics in float16" if norms else ""
+            self.report(
+                cast_node,
+                f"`{target}` is cast to float16 here and then trained by `{_optimizer_name(self.ctx, optimizer)}` "
+                f"(line {_line(self.ctx, optimizer.node)}): weights, gradients and optimizer state in float16 lose small "
+                f"updates and overflow{norm_note}. Keep float32 weights and use torch.autocast + GradScaler",
+                confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
+            )
+
+
+    def _is_module_cast(self, node) -> bool:
+        """``x.half()`` / ``x.to(torch.float16)`` / ``x.type(torch.HalfTensor)`` on a module."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return False
+        if node.func.attr.value not in ("half", "to", "type"):
+            return False
+        if _cast_of(self.ctx, node) is not None:
+            return True
+        receiver = self.ctx.flow.value_of(node.func.value)
+        return receiver is not None and receiver.kind == "module"
+
+
+# -- DTL402 -----------------------------------------------------------------------------------
+class ParamDtypeAssign(Rule):
+    """## What it does
+    Flags assignments that downcast a trainable parameter or its gradient by hand inside a loop
+    over `model.parameters()` / `model.named_parameters()`: `param.data = param.data.half()`,
+    `param.grad = param.grad.half()`, `p.data = p.data.to(torch.bfloat16)`.
+
+    ## Why is this bad?
+    A gradient must have its parameter's dtype: assigning a float16 gradient to a float32
+    parameter raises `attempting to assign a gradient with dtype 'c10::Half' to a tensor with
+    grad_dtype 'Float'`. Rewriting `param.data` behind the optimizer's back leaves its state
+    (Adam moments) in the old dtype and puts trainable weights in float16, where small updates
+    vanish. Keep trainable parameters in float32 (PEFT upcasts them) and let autocast choose the
+    compute dtype. These are the "fixes" a well-known blog post recommends for `expected scalar
+    type Half but found Float`.
+
+    ## Example
+    ```python
+    for name, param in model.named_parameters():
+        if param.dtype != torch.float16:
+            param.data = param.data.half()
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        outputs = model(**inputs)
+    ```
+
+    ## Fix safety
+    No fix: the right change is to stop casting, which depends on the rest of the loop.
+    """
+
+    code = "DTL402"
+    name = "param-dtype-assign"
+    summary = "Parameter or gradient downcast by hand"
+    triggers = (".data", ".grad")
+    valid = (
+        "import torch\nfor p in model.parameters():\n    if p.requires_grad:\n        p.data = p.data.float()\n",
+        "import torch\nfor p in model.parameters():\n    p.grad = None\n",
+        "import torch\nmodel = Net().half()\nfor p in model.parameters():\n    p.data = p.data.half()\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfor name, param in model.named_parameters():\n    if param.dtype != torch.float16:\n"
+            "        param.data = param.data.half()\n"
+        ),
+        Invalid(
+            "import torch\nloss.backward()\nfor param in model.parameters():\n    if param.grad is not None:\n"
+            "        param.grad = param.grad.half()\n"
+        ),
+        Invalid("import torch\nmodel = Net()\nfor p in model.parameters():\n    p.data = p.data.to(torch.bfloat16)\n"),
+    )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if not isinstance(target, cst.Attribute) or target.attr.value not in ("data", "grad"):
+            return
+        flow = self.ctx.flow
+        param = flow.value_of(target.value)
+        value = flow.value_of(node.value)
+        if param is None or param.role != "param" or value is None or not value.dtypes or not value.dtypes <= LOW:
+            return
+        guarded = self._dtype_guard(node)
+        what = "gradient" if target.attr.value == "grad" else "parameter"
+        new = _dtypes(value.dtypes)
+        if param.certain and param.dtype in value.dtypes and not guarded:
+            if what == "parameter":
+                return  # a no-op cast of a parameter that already has this dtype
+            # A no-op here only because the whole model already trains in low precision (DTL401);
+            # with float32 master weights the same line raises.
+            self.report(
+                node,
+                f"`{code(self.ctx, target)}` is cast to {new} by hand: a no-op only because `{code(self.ctx, target.value)}` "
+                f"is already {dtype_phrase(param)}; with float32 parameters (autocast training) it raises "
+                f"(attempting to assign a gradient with dtype 'c10::Half' to a tensor with grad_dtype 'Float'). "
+                f"Remove it; gradients always have their parameter's dtype",
+                confidence=Confidence.MEDIUM,
+            )
+            return
+        if param.known and param.dtypes.isdisjoint(value.dtypes) and param.certain:
+            confidence, before = Confidence.HIGH, f"{dtype_phrase(param)}"
+        elif guarded:
+            confidence, before = Confidence.HIGH, "not " + new + " (the `if` tests its dtype)"
+        else:
+            confidence, before = Confidence.MEDIUM, "of a dtype this file does not fix"
+        name = code(self.ctx, target.value)
+        if what == "gradient":
+            consequence = (
+                f"a gradient must match its parameter's dtype (attempting to assign a gradient with dtype "
+                f"'c10::Half' to a tensor with grad_dtype 'Float'), and float16 gradients underflow"
+            )
+        else:
+            consequence = (
+                "the optimizer's state keeps the old dtype and the trainable weights lose small updates in "
+                "low precision"
+            )
+        self.report(
+            node,
+            f"`{code(self.ctx, target)}` is assigned a {new} {what} while `{name}` (a trainable parameter from "
+            f"`.parameters()`) is {before}: {consequence}. Keep trainable parameters in float32 and use autocast",
+            confidence=confidence,
+        )
+
+    def _dtype_guard(self, node: cst.CSTNode) -> bool:
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(current, (cst.For, cst.FunctionDef)):
+            if isinstance(current, cst.If) and "dtype" in self.ctx.code_for(current.test):
+                return True
+            current = self.ctx.parent(current)
+        return False
+
+
+# -- DTL403 -----------------------------------------------------------------------------------
+class DtypeToggleWithOptimizer(Rule):
+    """## What it does
+    Flags a cast of a whole model (`model.float()`, `model.half()`, `model.to(torch.bfloat16)`)
+    inside a training loop, after an optimizer was built over that model's parameters in another
+    dtype, when the loop does not cast it back.
+
+    ## Why is this bad?
+    Module casts replace `param.data` in place, but the optimizer state (Adam's `exp_avg`,
+    `exp_avg_sq`) stays in the dtype it was created in. The next `optimizer.step()` mixes dtypes
+    (`expected dtype c10::Half for `end` but got dtype float`) or silently runs the update in the
+    wrong precision.
+
+    ## Example
+    ```python
+    model.half()
+    optimizer = torch.optim.Adam(model.parameters())
+    for step, batch in enumerate(loader):
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            model.float()
+            log_metrics(model)
+    ```
+
+    ## Use instead
+    ```python
+    if step % 100 == 0:
+        with torch.autocast("cuda", enabled=False):
+            log_metrics(model)  # or cast back with model.half() right after
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    code = "DTL403"
+    name = "dtype-toggle-with-optimizer"
+    summary = "Model dtype changed in a training loop after its optimizer was built"
+    triggers = ("half", "float", "16", "double")
+    valid = (
+        "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.Adam(model.parameters())\nfor x in loader:\n"
+        "    model(x).sum().backward()\n    opt.step()\nmodel.half()\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = torch.optim.Adam(model.parameters())\nfor x in loader:\n"
+        "    model.float()\n    log(model)\n    model.half()\n    opt.step()\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = torch.optim.Adam(model.parameters())\nfor x in loader:\n"
+            "    model(x).sum().backward()\n    opt.step()\n    model.float()\n"
+        ),
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nwhile True:\n"
+            "    model.to(torch.bfloat16)\n    opt.step()\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        flow = self.ctx.flow
+        for cast in flow.module_casts:
+            if not cast.dtypes or _is_eval_function(cast.function):
+                continue
+            loop = self._loop_with_step(cast.node)
+            if loop is None:
+                continue
+            for optimizer in flow.optimizers:
+                params = optimizer.params
+                if optimizer.target != cast.target or params is None or not params.dtypes or optimizer.order >= cast.order:
+                    continue
+                if cast.dtypes == params.dtypes or self._restored(cast, params.dtypes, loop):
+                    continue
+                certain = params.certain and len(cast.dtypes) == 1
+                self.report(
+                    cast.node,
+                    f"`{cast.target}` is cast to {_dtypes(cast.dtypes)} inside the training loop, but "
+                    f"`{_optimizer_name(self.ctx, optimizer)}` (line {_line(self.ctx, optimizer.node)}) was built over its "
+                    f"{dtype_phrase(params)} parameters: the optimizer state keeps the old dtype and the next step mixes "
+                    f"them (expected dtype c10::Half for `end` but got dtype float). Cast back, or use autocast",
+                    confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+                )
+                break
+
+    def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+            if isinstance(current, (cst.For, cst.While)) and ".step(" in self.ctx.code_for(current):
+                return current
+            current = self.ctx.parent(current)
+        return None
+
+    def _restored(self, cast: Cast, original, loop) -> bool:
+        loop_start = _line(self.ctx, loop)
+        loop_end = self.ctx.position(loop).end.line
+        cast_line = _line(self.ctx, cast.node)
+        for other in self.ctx.flow.casts_of(cast.target):
+            if other is cast or other.dtypes != original:
+                continue
+            line = _line(self.ctx, other.node)
+            if loop_start <= line <= loop_end and line != cast_line:
+                return True
+        return False
+
+
+# -- DTL404 -----------------------------------------------------------------------------------
+class Fp16AdamEps(Rule):
+    """## What it does
+    Flags `Adam`/`AdamW` (torch, transformers) built over float16 parameters with the default
+    `eps=1e-8` or any eps below 6e-8.
+
+    ## Why is this bad?
+    float16's smallest subnormal is 6e-8: `1e-8` rounds to 0 in the parameter's dtype. Wherever
+    the second-moment estimate is zero (a parameter that got no gradient, an underflowed one)
+    the update divides 0 by 0 and writes NaN into the weights; anomaly mode does not see it,
+    because it happens in the optimizer. Training needs float32 master weights (autocast with
+    float32 parameters); `eps=1e-4`-ish is only a stopgap.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name)  # float32 weights
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    # train under torch.autocast("cuda", dtype=torch.float16) with a GradScaler
+    ```
+
+    ## Fix safety
+    No fix: the remedy is float32 master weights.
+    """
+
+    code = "DTL404"
+    name = "fp16-adam-eps"
+    summary = "Adam/AdamW with eps below float16's range over float16 parameters"
+    triggers = ("Adam",)
+    valid = (
+        "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.AdamW(model.parameters())\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = torch.optim.AdamW(model.parameters(), eps=1e-4)\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).bfloat16()\nopt = torch.optim.Adam(model.parameters())\n",
+        "import bitsandbytes as bnb\nimport torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = bnb.optim.Adam8bit(model.parameters())\n",
+    )
+    invalid = (
+        Invalid("import torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"),
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('gpt2', dtype=torch.float16)\n"
+            "opt = torch.optim.Adam(model.parameters(), eps=1e-8)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for optimizer in self.ctx.flow.optimizers:
+            params = optimizer.params
+            name = optimizer.qualified.rsplit(".", 1)[-1]
+            if not ADAM.search(name) or OWN_STATE.search(optimizer.qualified):
+                continue
+            if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
+                continue
+            if optimizer.eps is None:
+                eps_text = "the default eps=1e-8"
+            else:
+                eps = _number(optimizer.eps)
+                if eps is None or eps >= FP16_TINIEST:
+                    continue
+                eps_text = f"eps={code(self.ctx, optimizer.eps)}"
+            self.report(
+                optimizer.node,
+                f"`{_optimizer_name(self.ctx, optimizer)}` updates float16 parameters ({dtype_phrase(params, FP16)}) with "
+                f"{eps_text}, which is 0 in float16 (smallest subnormal 6e-8): a zero second moment gives 0/0 = NaN "
+                f"weights. Keep float32 master weights (autocast), or raise eps (e.g. 1e-4) as a stopgap",
+                confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
+            )
+
+
+def _number(node: cst.BaseExpression) -> float | None:
+    try:
+        if isinstance(node, (cst.Float, cst.Integer)):
+            return float(node.value.replace("_", ""))
+    except ValueError:
+        return None
+    return None
+
+
+# -- DTL405 -----------------------------------------------------------------------------------
+class EvalDtypeFlip(Rule):
+    """## What it does
+    Flags a whole-model cast (`model.float()`, `model.half()`) inside an evaluation function
+    (named like `evaluate`/`validate`/`test`/`predict`/`generate`, or decorated with
+    `torch.no_grad()`/`torch.inference_mode()`) that is not undone before the function returns,
+    in a file that trains that model.
+
+    ## Why is this bad?
+    Evaluation should not change the model the training loop continues with. After
+    `validate()` leaves the model in float32, the next training step feeds it float16 inputs
+    (`mat1 and mat2 must have the same dtype`) or steps an optimizer whose state is float16
+    (`expected dtype c10::Half for `end` but got dtype float`). A cast that is restored
+    (`model.float()` ... `model.half()`) is exact and not flagged; autocast in the evaluation
+    function is the simpler tool.
+
+    ## Example
+    ```python
+    @torch.no_grad()
+    def validate(model, loader):
+        model.float()
+        return sum(criterion(model(x), y) for x, y in loader)
+    ```
+
+    ## Use instead
+    ```python
+    @torch.no_grad()
+    def validate(model, loader):
+        with torch.autocast("cuda", enabled=False):
+            return sum(criterion(model(x.float()), y) for x, y in loader)
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    code = "DTL405"
+    name = "eval-dtype-flip"
+    summary = "Evaluation casts the model and does not cast it back"
+    triggers = ("half", "float", "16")
+    valid = (
+        "import torch\nmodel = Net().half()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n@torch.no_grad()\n"
+        "def validate():\n    model.float()\n    run(model)\n    model.half()\n",
+        "import torch\nmodel = Net().half()\ndef evaluate():\n    model.float()\n    run(model)\n",
+        "import torch\nmodel = Net()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\ndef evaluate():\n    model.float()\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nmodel = Net().half()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n@torch.no_grad()\n"
+            "def validate():\n    model.float()\n    return run(model)\n"
+        ),
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self, model):\n        self.model = model.half()\n"
+            "        self.opt = torch.optim.AdamW(self.model.parameters(), eps=1e-4)\n"
+            "    def evaluate(self, batch):\n        self.model.float()\n        return self.model(batch)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        flow = self.ctx.flow
+        trained = {optimizer.target for optimizer in flow.optimizers if optimizer.target}
+        if not trained:
+            return
+        for cast in flow.module_casts:
+            if not cast.dtypes or not _is_eval_function(cast.function):
+                continue
+            if cast.target not in trained and cast.target.split(".")[0] not in trained:
+                continue
+            before = cast.before
+            if before is not None and before.certain and before.dtypes == cast.dtypes:
+                continue  # a no-op
+            if self._restored(cast):
+                continue
+            if before is None or not before.known or before.dtypes <= cast.dtypes:
+                continue  # unknown stays silent
+            confidence = Confidence.MEDIUM
+            was = f"{dtype_phrase(before)}"
+            self.report(
+                cast.node,
+                f"`{cast.function.name.value}` casts `{cast.target}` to {_dtypes(cast.dtypes)} and never casts it back, "
+                f"but `{cast.target}` is {was} and trained by an optimizer in this file: the next training step "
+                f"runs with the wrong dtype. Restore the dtype before returning, or use autocast for evaluation",
+                confidence=confidence,
+            )
+
+    def _restored(self, cast: Cast) -> bool:
+        """Another cast of the same model in the same function undoes this one, or this one undoes it."""
+        for other in self.ctx.flow.casts_of(cast.target):
+            if other is cast or other.function is not cast.function or other.dtypes == cast.dtypes:
+                continue
+            return True
+        return False
