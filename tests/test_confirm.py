@@ -113,7 +113,11 @@ def test_launcher_processes_are_recognised_and_ranks_are_not():
         ("Found dtype Float but expected Half", "dtype-mismatch", "DTL101"),
         ("expected target dtype to be Long or Byte, but got Float", "int-dtype", "DTL106"),
         ("Attempting to unscale FP16 gradients.", "unscale-fp16", "DTL302"),
-        ('"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for \'BFloat16\'', "bf16-unscale", "DTL301"),
+        (
+            '"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for \'BFloat16\'',
+            "bf16-unscale",
+            "DTL301",
+        ),
         ("No inf checks were recorded prior to update.", "scaler-state", "DTL305"),
         ("unscale_() has already been called on this optimizer since the last update().", "scaler-state", "DTL304"),
         ("value cannot be converted to type c10::Half without overflow", "half-overflow-literal", "DTL501"),
@@ -175,20 +179,25 @@ def test_verdicts_from_claims_reach_and_device():
 
 
 def test_claims_from_several_ranks_merge_and_collectives_are_compared():
-    findings = [_finding("DTL703", 33)]
+    findings = [_finding("DTL703", 31), _finding("DTL703", 40)]
     records = [
         {"kind": "start", "rank": 0, "pid": 1, "step": 0, "emulated": True},
         {"kind": "start", "rank": 1, "pid": 2, "step": 0, "emulated": True},
+        # Line 31 (the cast under `if rank == 0`) ran on rank 0 only; line 40 on both ranks.
+        {"kind": "reach", "path": "/p/train.py", "line": 31, "rank": 0, "pid": 1, "step": 1},
+        {"kind": "reach", "path": "/p/train.py", "line": 40, "rank": 0, "pid": 1, "step": 1},
+        {"kind": "reach", "path": "/p/train.py", "line": 40, "rank": 1, "pid": 2, "step": 1},
         {"kind": "collective", "seq": 1, "op": "all_reduce", "dtypes": ["float64"], "rank": 0, "pid": 1, "step": 1,
          "stack": [["/p/train.py", 33]]},
         {"kind": "collective", "seq": 1, "op": "all_reduce", "dtypes": ["float32"], "rank": 1, "pid": 2, "step": 1,
          "stack": [["/p/train.py", 33]]},
     ]
     verdicts, runtime_only, summary = decide(findings, records)
-    assert verdicts[0].verdict == "confirmed"
+    assert [v.verdict for v in verdicts] == ["confirmed", "not reproduced"]
     claim = verdicts[0].evidence[0]
     assert claim["ranks"] == [0, 1]
     assert claim["detail"]["dtypes"] == {"0": ["float64"], "1": ["float32"]}
+    assert claim["origins"] == [["/p/train.py", 31]]
     assert summary.ranks == [0, 1] and not runtime_only
 
 

@@ -7,7 +7,6 @@ Each ``*_fixed.py`` twin must run cleanly: nothing confirmed, nothing seen at ru
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -121,7 +120,9 @@ def test_clip_before_unscale_reports_the_scaled_norm(reports):
 
 
 def test_torchrun_two_ranks_rank_dependent_dtype():
-    returncode, report = _confirm("torchrun", "--nproc-per-node", "2", "runtime/scenarios/dtl703_rank_dependent_dtype.py")
+    returncode, report = _confirm(
+        "torchrun", "--nproc-per-node", "2", "runtime/scenarios/dtl703_rank_dependent_dtype.py"
+    )
     assert report["run"]["ranks"] == [0, 1]
     rows = [f for f in report["findings"] if f["code"] == "DTL703"] + [
         row for row in report["runtime_only"] if "DTL703" in row["related_codes"]

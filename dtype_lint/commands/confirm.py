@@ -84,8 +84,11 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
         return f"{summary.stopped} ({took})", problems, False
     if result.returncode == 0:
         return f"the program finished before {steps} optimizer steps ({took})", problems, False
-    if summary.terminated or (result.returncode or 0) < 0:
-        return f"the program was killed (exit {result.returncode}) after {took}", problems, True
+    if (result.returncode or 0) < 0:
+        return f"the program was killed (signal {-result.returncode}) after {took}", problems, True
+    if summary.terminated:
+        return (f"the program exited with status {result.returncode} after {took}; some of its processes were "
+                "terminated (a launcher stops the other ranks when one fails)"), problems, True
     return f"the program exited with status {result.returncode} after {took}", problems, True
 
 

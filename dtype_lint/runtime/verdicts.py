@@ -72,7 +72,15 @@ def summarize(records: list[dict[str, Any]]) -> RunSummary:
 
 
 def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ranks that sent different dtypes into the same collective call (by call order)."""
+    """Ranks that sent different dtypes into the same collective call (by call order).
+
+    Its origins are the flagged lines that ran on some of those ranks and not on the others:
+    the rank-dependent branch that chose the dtype.
+    """
+    reached_by: dict[tuple[str, int], set[int]] = {}
+    for record in records:
+        if record["kind"] == "reach":
+            reached_by.setdefault((record["path"], record["line"]), set()).add(int(record.get("rank", 0)))
     by_seq: dict[int, dict[int, dict[str, Any]]] = {}
     for record in records:
         if record["kind"] == "collective":
@@ -89,6 +97,10 @@ def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for frame in record.get("stack") or []:
                 if frame not in stack:
                     stack.append(frame)
+        participants = set(ranks)
+        origins = [
+            [path, line] for (path, line), seen in sorted(reached_by.items()) if seen and seen < participants
+        ]
         claims.append(
             {
                 "kind": "claim",
@@ -96,7 +108,7 @@ def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "codes": ["DTL703"],
                 "message": f"{op} call #{seq}: {parts}",
                 "stack": stack,
-                "origins": [],
+                "origins": origins,
                 "detail": {"op": op, "seq": seq, "dtypes": {str(k): v["dtypes"] for k, v in sorted(ranks.items())}},
                 "rank": sorted(ranks),
                 "step": max(int(r.get("step", 0)) for r in ranks.values()),

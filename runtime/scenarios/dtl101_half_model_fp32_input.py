@@ -1,7 +1,8 @@
-"""A classifier fine-tuned in half precision by casting the model, while the batches stay float32.
+"""An image classifier trained in half precision by casting the model.
 
-Defect (DTL101): `model.half()` makes every weight float16, but the DataLoader yields float32
-features; the first Linear raises "mat1 and mat2 must have the same dtype".
+Defect (DTL101): `model.half()` makes every weight float16, but the batches are normalised with
+`.float() / 255`: the first convolution raises "Input type (float) and bias type (c10::Half)
+should be the same" (on CUDA: "expected scalar type Half but found Float").
 """
 
 import torch
@@ -9,27 +10,29 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
-class MLP(nn.Module):
-    def __init__(self, features: int, hidden: int, classes: int):
+class SmallCNN(nn.Module):
+    def __init__(self, classes: int):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(features, hidden), nn.GELU(), nn.Linear(hidden, classes))
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(16, classes)
 
     def forward(self, x):
-        return self.net(x)
+        return self.head(self.features(x).flatten(1))
 
 
 def main():
     torch.manual_seed(0)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    features = torch.randn(64, 16)
+    images = torch.randint(0, 256, (64, 3, 8, 8), dtype=torch.uint8)
     labels = torch.randint(0, 4, (64,))
-    loader = DataLoader(TensorDataset(features, labels), batch_size=16, shuffle=True)
+    loader = DataLoader(TensorDataset(images, labels), batch_size=16, shuffle=True)
 
-    model = MLP(16, 32, 4).to(device).half()
+    model = SmallCNN(4).to(device).half()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     for epoch in range(2):
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
+        for images, y in loader:
+            x = images.to(device).float() / 255
+            y = y.to(device)
             logits = model(x)  # defect: DTL101
             loss = nn.functional.cross_entropy(logits.float(), y)
             optimizer.zero_grad()

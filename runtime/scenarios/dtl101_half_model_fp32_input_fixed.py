@@ -6,28 +6,30 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
-class MLP(nn.Module):
-    def __init__(self, features: int, hidden: int, classes: int):
+class SmallCNN(nn.Module):
+    def __init__(self, classes: int):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(features, hidden), nn.GELU(), nn.Linear(hidden, classes))
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(16, classes)
 
     def forward(self, x):
-        return self.net(x)
+        return self.head(self.features(x).flatten(1))
 
 
 def main():
     torch.manual_seed(0)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    features = torch.randn(64, 16)
+    images = torch.randint(0, 256, (64, 3, 8, 8), dtype=torch.uint8)
     labels = torch.randint(0, 4, (64,))
-    loader = DataLoader(TensorDataset(features, labels), batch_size=16, shuffle=True)
+    loader = DataLoader(TensorDataset(images, labels), batch_size=16, shuffle=True)
 
-    model = MLP(16, 32, 4).to(device)
+    model = SmallCNN(4).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     scaler = torch.amp.GradScaler("cuda")
     for epoch in range(2):
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
+        for images, y in loader:
+            x = images.to(device).float() / 255
+            y = y.to(device)
             with torch.autocast("cuda", dtype=torch.float16):
                 logits = model(x)
                 loss = nn.functional.cross_entropy(logits, y)

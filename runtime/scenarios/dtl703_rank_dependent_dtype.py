@@ -28,8 +28,9 @@ def main():
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        stats_dtype = torch.float64 if rank == 0 else torch.float32
-        stats = torch.tensor([loss.item(), 1.0], dtype=stats_dtype, device="cuda")  # defect: DTL703
+        stats = torch.tensor([loss.item(), 1.0], device="cuda")
+        if rank == 0:
+            stats = stats.double()  # defect: DTL703
         dist.all_reduce(stats)
         if rank == 0:
             print(f"step {step} mean loss {(stats[0] / stats[1]).item():.4f}")

@@ -1,4 +1,4 @@
-"""Fixed twin of dtl703_rank_dependent_dtype.py: every rank reduces the same dtype.
+"""Fixed twin of dtl703_rank_dependent_dtype.py: every rank reduces the same dtype (float64 everywhere).
 
 Run: torchrun --nproc-per-node 2 dtl703_rank_dependent_dtype_fixed.py
 """
@@ -25,7 +25,7 @@ def main():
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        stats = torch.tensor([loss.item(), 1.0], dtype=torch.float32, device="cuda")
+        stats = torch.tensor([loss.item(), 1.0], dtype=torch.float64, device="cuda")
         dist.all_reduce(stats)
         if rank == 0:
             print(f"step {step} mean loss {(stats[0] / stats[1]).item():.4f}")
