@@ -7,6 +7,8 @@ The answers describe one Ampere-class device, so scripts take their usual bf16-c
 
 from __future__ import annotations
 
+import contextlib
+import time
 import types
 
 import torch
@@ -81,6 +83,52 @@ def _properties():
     )
 
 
+class _Event:
+    """torch.cuda.Event on the CPU: wall-clock timing, everything already synchronised."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self._time = None
+
+    def record(self, stream=None):
+        self._time = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def wait(self, stream=None):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end_event):
+        return 1000.0 * ((end_event._time or 0.0) - (self._time or 0.0))
+
+
+class _Stream:
+    """torch.cuda.Stream on the CPU: work is already in order."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def record_event(self, event=None):
+        event = event or _Event()
+        event.record()
+        return event
+
+    def query(self):
+        return True
+
+
 def install(state: State) -> None:
     cuda = torch.cuda
     answers = {
@@ -105,6 +153,11 @@ def install(state: State) -> None:
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)
+    default_stream = _Stream()
+    cuda.Event, cuda.Stream = _Event, _Stream
+    cuda.current_stream = cuda.default_stream = lambda device=None: default_stream
+    cuda.stream = lambda stream=None: contextlib.nullcontext(stream)
+    cuda.device = lambda device=None: contextlib.nullcontext()
     torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
     torch.Tensor.is_pinned = lambda self, *args, **kwargs: False
     _patch_autocast(state)

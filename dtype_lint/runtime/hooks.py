@@ -80,46 +80,52 @@ def _hook_scaler(state: State) -> None:
                 state.scaler_sites.append(info["scale_site"])
         return scale(self, outputs)
 
+    def check_grads(scaler, optimizer):
+        """What the scaler is about to unscale (fused optimizers unscale inside their step)."""
+        info = _scaler_info(scaler)
+        dtypes = _grad_dtypes(optimizer)
+        origins = [site for site in (info.get("origin"), info.get("scale_site")) if site]
+        stack = recorder.user_stack()
+        if torch.bfloat16 in dtypes:
+            recorder.claim(
+                "scaler-bf16-grads",
+                ("DTL301",),
+                "GradScaler unscaled bfloat16 gradients (on CUDA this raises "
+                "'_amp_foreach_non_finite_check_and_unscale_cuda not implemented for BFloat16')",
+                stack,
+                origins=origins,
+                detail={"grad_dtypes": [_short(d) for d in dtypes]},
+                key="scaler-bf16-grads",
+            )
+        elif (
+            dtypes
+            and all(d in (torch.float32, torch.float64) for d in dtypes)
+            and torch.float16 not in state.autocast_dtypes_seen
+        ):
+            seen = sorted(_short(d) for d in state.autocast_dtypes_seen) or ["none"]
+            recorder.claim(
+                "scaler-without-fp16",
+                ("DTL307", "DTL301"),
+                f"GradScaler unscaled only {', '.join(_short(d) for d in dtypes)} gradients and no float16 "
+                f"autocast ran (autocast dtypes seen: {', '.join(seen)}): the scaler protects nothing",
+                stack,
+                origins=origins,
+                detail={"grad_dtypes": [_short(d) for d in dtypes], "autocast_dtypes": seen},
+                key="scaler-without-fp16",
+            )
+
     @functools.wraps(unscale_)
     def hooked_unscale(self, optimizer):
         if self.is_enabled():
-            info = _scaler_info(self)
-            dtypes = _grad_dtypes(optimizer)
-            origins = [site for site in (info.get("origin"), info.get("scale_site")) if site]
-            stack = recorder.user_stack()
-            if torch.bfloat16 in dtypes:
-                recorder.claim(
-                    "scaler-bf16-grads",
-                    ("DTL301",),
-                    "GradScaler unscaled bfloat16 gradients (on CUDA this raises "
-                    "'_amp_foreach_non_finite_check_and_unscale_cuda not implemented for BFloat16')",
-                    stack,
-                    origins=origins,
-                    detail={"grad_dtypes": [_short(d) for d in dtypes]},
-                    key="scaler-bf16-grads",
-                )
-            elif (
-                dtypes
-                and all(d in (torch.float32, torch.float64) for d in dtypes)
-                and torch.float16 not in state.autocast_dtypes_seen
-            ):
-                seen = sorted(_short(d) for d in state.autocast_dtypes_seen) or ["none"]
-                recorder.claim(
-                    "scaler-without-fp16",
-                    ("DTL307", "DTL301"),
-                    f"GradScaler unscaled only {', '.join(_short(d) for d in dtypes)} gradients and no float16 "
-                    f"autocast ran (autocast dtypes seen: {', '.join(seen)}): the scaler protects nothing",
-                    stack,
-                    origins=origins,
-                    detail={"grad_dtypes": [_short(d) for d in dtypes], "autocast_dtypes": seen},
-                    key="scaler-without-fp16",
-                )
-            info["unscaled"] = True
+            check_grads(self, optimizer)
+            _scaler_info(self)["unscaled"] = True
         return unscale_(self, optimizer)
 
     @functools.wraps(step)
     def hooked_step(self, optimizer, *args, **kwargs):
         state.count_step()
+        if self.is_enabled() and not _scaler_info(self)["unscaled"]:
+            check_grads(self, optimizer)
         state.in_scaler_step = True
         try:
             return step(self, optimizer, *args, **kwargs)
