@@ -84,7 +84,10 @@ def _hook_scaler(state: State) -> None:
         """What the scaler is about to unscale (fused optimizers unscale inside their step)."""
         info = _scaler_info(scaler)
         dtypes = _grad_dtypes(optimizer)
-        origins = [site for site in (info.get("origin"), info.get("scale_site")) if site]
+        optimizer_site = optimizer.__dict__.get("_dtl_origin")
+        if optimizer_site and optimizer_site not in state.scaler_sites and len(state.scaler_sites) < 16:
+            state.scaler_sites.append(optimizer_site)  # explains "Attempting to unscale FP16 gradients."
+        origins = [site for site in (info.get("origin"), info.get("scale_site"), optimizer_site) if site]
         stack = recorder.user_stack()
         if torch.bfloat16 in dtypes:
             recorder.claim(
@@ -416,7 +419,7 @@ def record_exception(state: State, error: BaseException) -> None:
         recorder.write({"kind": "exception", "message": first_line, "stack": stack})
         return
     origins = state.origins()
-    if family.name == "scaler-state":
+    if family.name in ("scaler-state", "unscale-fp16"):
         origins = origins + state.scaler_sites
     elif family.name == "anomaly-nan":
         origins = origins + state.nonfinite_origins
