@@ -347,3 +347,15 @@ def test_imports_a_fix_needs(extra_rule, source, expected):
     assert outcome.failure is None
     assert outcome.text == expected
     assert fix_text(outcome.text, "t.py", SETTINGS).text == expected
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_line_added_after_the_last_line_of_a_file_without_final_newline(extra_rule, newline):
+    def step_then_update(rule: Rule, node: cst.Call) -> Fix:
+        statement = rule.ctx.enclosing_statement(node)
+        return Fix(Safety.SAFE, (rule.replace(node.func, "scaled_step"), rule.insert_after_statement(statement, "update()")))
+
+    _test_rule(extra_rule, "DTL998", "raw_step", step_then_update)
+    source = "for x in loader:\n    raw_step(x)".replace("\n", newline)
+    outcome = fix_text(source, "t.py", SETTINGS)
+    assert outcome.text == "for x in loader:\n    scaled_step(x)\n    update()".replace("\n", newline)

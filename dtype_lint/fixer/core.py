@@ -62,6 +62,8 @@ def _same_newlines(content: str, newline: str) -> str:
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Do two offset ranges share text? An empty range (an insertion point, a zero-width
+    finding) overlaps a range that starts at it or holds it."""
     (s1, e1), (s2, e2) = a, b
     if s1 == e1:
         return s1 == s2 or s2 <= s1 < e2
@@ -106,13 +108,19 @@ class _Round:
     def finding_span(self, finding: Finding) -> tuple[int, int]:
         return (self.offset(finding.line, finding.column), self.offset(finding.end_line, finding.end_column))
 
+    def span(self, edit: Edit) -> Span:
+        start, end = self.offset(edit.line, edit.column), self.offset(edit.end_line, edit.end_column)
+        content = _same_newlines(edit.content, self.newline)
+        if start == end == len(self.text) and self.text and not self.text.endswith("\n") and edit.column == 1:
+            # A line inserted after the last line of a file without a final newline: it goes on
+            # a line of its own, and the file still ends without one.
+            content = self.newline + content[: -len(self.newline)] if content.endswith(self.newline) else self.newline + content
+        return start, end, content
+
     def spans(self, edits: tuple[Edit, ...]) -> list[Span] | None:
         """The fix's edits as offsets, or None when they contradict each other."""
         # Stable sort: insertions at one point keep the order the rule gave them.
-        spans = sorted(
-            ((self.offset(e.line, e.column), self.offset(e.end_line, e.end_column), _same_newlines(e.content, self.newline)) for e in edits),
-            key=lambda span: span[:2],
-        )
+        spans = sorted((self.span(edit) for edit in edits), key=lambda span: span[:2])
         for index, (start, end, _) in enumerate(spans):
             if end < start or (index and start < spans[index - 1][1]):
                 return None
