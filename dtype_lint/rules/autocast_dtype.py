@@ -450,13 +450,15 @@ class NestedAutocastConflict(Rule):
     `with autocast("cuda", dtype=torch.bfloat16)` inside `with autocast("cuda",
     dtype=torch.float16)`, also when the inner one is in a function or a module's `forward` called
     from the outer region. An inner `enabled=False` region (the documented way to force float32)
-    is not a conflict.
+    is not a conflict. Also flags a module the dtype flow knows is bfloat16 (`.to(torch.bfloat16)`,
+    `from_pretrained(dtype=torch.bfloat16)`) called inside a float16 autocast region.
 
     ## Why is this bad?
     Values computed in the outer region are fp16 and those of the inner one bf16; the ops that
     do not promote (index_put, scatter, in-place ops, `out=`) then fail with "expected scalar
     type", and the ops that do promote quietly run at float32 between them. One forward pass
-    should have one autocast dtype.
+    should have one autocast dtype. A bf16 model under fp16 autocast has its weights recast to
+    fp16 on every matmul, so bf16-range values overflow to inf.
 
     ## Example
     ```python
@@ -488,6 +490,11 @@ class NestedAutocastConflict(Rule):
     )
     invalid = (
         Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2', dtype=torch.bfloat16)\n"
+            "with torch.autocast('cuda', dtype=torch.float16):\n    out = model(input_ids)\n"
+        ),
+        Invalid(
             "import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    h = enc(x)\n"
             "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        y = dec(h)\n"
         ),
@@ -510,6 +517,8 @@ class NestedAutocastConflict(Rule):
         if enclosing:
             outer_with, outer = enclosing[0]
             self._compare(facts, outer_with, outer, node, info, node)
+        if outer_dtypes == {"float16"}:
+            self._bf16_module_in_fp16_region(node, outer_source)
         for call in calls_in(node.body):
             for definition in self._callee_definitions(facts, call):
                 for inner_with in walk(definition.body):
@@ -518,6 +527,21 @@ class NestedAutocastConflict(Rule):
                     inner = facts.autocast_of_with(inner_with)
                     if inner is not None and not facts.enclosing_autocasts(inner_with):
                         self._compare(facts, node, info, inner_with, inner, call)
+
+    def _bf16_module_in_fp16_region(self, node: cst.With, source: str) -> None:
+        """A module cast to bf16 called inside an fp16 region: bf16 weights meet fp16 activations."""
+        for call in calls_in(node.body):
+            value = self.ctx.flow.value_of(call.func)
+            if value is None or value.kind != "module" or not value.certain or value.dtype != "bf16":
+                continue
+            self.report(
+                call,
+                f"`{self.ctx.code_for(call.func)}` is bfloat16 {value.since('bf16')} but runs inside the float16 autocast"
+                f" at line {_line(self.ctx, node)} ({source}): its bf16 weights are recast to fp16 (values beyond 65504"
+                " overflow) and ops autocast does not cover mix bf16 and fp16; autocast in bfloat16 instead",
+                confidence=Confidence.MEDIUM,
+            )
+            return
 
     def _compare(self, facts, outer_with, outer: AutocastInfo, inner_with, inner: AutocastInfo, anchor) -> None:
         if outer.enabled is False or inner.enabled is False:
