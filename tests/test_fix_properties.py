@@ -128,3 +128,11 @@ def test_fix_properties_over_the_peft_sdist(peft_tree, tmp_path):
     print(f"\npeft {PEFT_VERSION}: {counts}")
     assert counts["files"] >= 100  # the real tree, not an empty download
     assert counts["changed"] >= 1 and counts["variants"] == counts["changed"]
+
+
+def test_fix_properties_over_the_corpus_sample(tmp_path):
+    """Real files from accelerate, diffusers, peft and timm kept in the repository (offline)."""
+    sample = Path(__file__).resolve().parent / "data" / "corpus_sample"
+    counts = check_fix_properties(sample, tmp_path, TARGET_456)
+    print(f"\ncorpus sample: {counts}")
+    assert counts["files"] >= 20 and counts["variants"] == counts["changed"]
