@@ -63,7 +63,9 @@ class Tf32LegacyFlags(Rule):
 
     ## Fix safety
     Safe: `allow_tf32 = True` / `False` becomes `fp32_precision = "tf32"` / `"ieee"` (cuDNN's flag
-    covers convolutions and RNNs, so it becomes two lines), the documented equivalent on torch >= 2.9.
+    covers convolutions and RNNs, so it becomes two lines), the documented equivalent on torch >= 2.9
+    (checked on 2.13: the new settings read back as set, and a legacy read afterwards raises).
+    Code that must still run on torch < 2.9 should keep the legacy flag and silence this rule.
     Offered only for literal `True`/`False` on a line of its own, and only when every mention of
     `allow_tf32` in the file is such an assignment: a legacy read left behind would raise.
     """

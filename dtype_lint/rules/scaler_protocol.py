@@ -105,6 +105,10 @@ class ClipBeforeUnscale(_ScalerRule):
         "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
         "    torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)\n    scaler.step(optimizer)\n",
+        # The old HF Trainer: unscale under the same flag that enables the scaler.
+        "import torch\nfor x in loader:\n    if use_amp:\n        scaler.scale(loss).backward()\n    else:\n        loss.backward()\n"
+        "    if use_amp:\n        scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    if use_amp:\n        scaler.step(opt)\n        scaler.update()\n    else:\n        opt.step()\n",
     )
     invalid = (
         Invalid(
@@ -133,11 +137,6 @@ class ClipBeforeUnscale(_ScalerRule):
             "    scaler.step(opt)\n    scaler.update()\n",
             fixed="import torch.nn as nn\nwhile True:\n    for micro in range(accum):\n        scaler.scale(loss).backward()\n"
             "    if clip:\n        scaler.unscale_(opt)\n        nn.utils.clip_grad_norm_(model.parameters(), clip)\n"
-            "    scaler.step(opt)\n    scaler.update()\n",
-        ),
-        Invalid(
-            "import torch.nn as nn\nwhile True:\n    for micro in range(accum):\n        scaler.scale(loss).backward()\n"
-            "    if fp16:\n        scaler.unscale_(opt)\n    nn.utils.clip_grad_norm_(model.parameters(), clip)\n"
             "    scaler.step(opt)\n    scaler.update()\n",
         ),
     )
@@ -178,8 +177,8 @@ class ClipBeforeUnscale(_ScalerRule):
             for e in events
             if e.kind is Kind.UNSCALE and e.scaler == scaler and since < e.order < clip.order and not facts.exclusive(e, clip)
         ]
-        # An unscale_ in an ``if`` the clip is not in may not have run: still a finding, no fix.
-        if any(e.guards == clip.guards[: len(e.guards)] for e in unscales):
+        # An unscale_ under its own ``if`` (``if use_amp:``) usually shares the scaler's flag.
+        if unscales:
             return
         optimizers = sorted({step.optimizer for step in steps})
         optimizer = steps[0].optimizer
@@ -188,7 +187,7 @@ class ClipBeforeUnscale(_ScalerRule):
             f"call `{scaler}.unscale_({optimizer})` first"
         )
         fix = None
-        if len(optimizers) == 1 and not unscales and isinstance(clip.statement, cst.SimpleStatementLine):
+        if len(optimizers) == 1 and isinstance(clip.statement, cst.SimpleStatementLine):
             edit = self.insert_before_statement(clip.statement, f"{scaler}.unscale_({optimizer})")
             fix = Fix(Safety.SAFE, (edit,), f"unscale the gradients of `{optimizer}` before clipping")
         self.report(clip.call, message, confidence=Confidence.HIGH, fix=fix)
