@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import run_cli
+from conftest import FIXTURES, run_cli
 
 TRAIN = '''import torch
 
@@ -181,3 +181,19 @@ def test_check_marks_safe_fixes_and_counts_them(tmp_path):
     assert "train.py:3:10: DTL201 [*] `torch.cuda.amp.GradScaler` is deprecated" in result.stdout
     assert "legacy.py:3:10: DTL201 `torch.cuda.amp.GradScaler` is deprecated" in result.stdout
     assert "[*] 2 fixable with `dtype-lint fix`." in result.stdout
+
+
+def test_unsafe_fixes_need_the_flag(tmp_path):
+    # DTL305's fix (step through the scaler) changes behaviour: unsafe.
+    source = FIXTURES / "fixes" / "DTL305.py"
+    path = _write(tmp_path, "train.py", source.read_text())
+    checked = run_cli("check", "--select", "DTL305", "train.py", cwd=tmp_path)
+    assert "train.py:21:13: DTL305 `optimizer.step()`" in checked.stdout  # no [*]: not a safe fix
+    assert "(1 more fixable with `dtype-lint fix --unsafe-fixes`.)" in checked.stdout
+    safe_only = run_cli("fix", "--select", "DTL305", "train.py", cwd=tmp_path)
+    assert safe_only.returncode == 1 and path.read_text() == source.read_text()
+    assert "(1 more fix available with `dtype-lint fix --unsafe-fixes`.)" in safe_only.stdout
+    unsafe = run_cli("fix", "--select", "DTL305", "--unsafe-fixes", "train.py", cwd=tmp_path)
+    assert unsafe.returncode == 0, unsafe.stdout
+    fixed = path.read_text()
+    assert "optimizer.step()" not in fixed and "scaler.step(optimizer)" in fixed and "scaler.update()" in fixed
