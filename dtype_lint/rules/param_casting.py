@@ -345,8 +345,9 @@ class DtypeToggleWithOptimizer(Rule):
                     cast.node,
                     f"`{cast.target}` is cast to {_dtypes(cast.dtypes)} inside the training loop, but "
                     f"`{_optimizer_name(self.ctx, optimizer)}` (line {_line(self.ctx, optimizer.node)}) was built over its "
-                    f"{dtype_phrase(params)} parameters: the optimizer state keeps the old dtype and the next step mixes "
-                    f"them (expected dtype c10::Half for `end` but got dtype float). Cast back, or use autocast",
+                    f"{dtype_phrase(params)} parameters: the optimizer state keeps the old dtype, so the next step mixes "
+                    f"dtypes (Adam: expected dtype c10::Half for `end` but got dtype float) or updates in the wrong "
+                    f"precision. Cast back, or use autocast",
                     confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
                 )
                 break
