@@ -162,6 +162,40 @@ def test_scaler_facts_tell_scalers_from_other_scalers():
     assert facts.scalers() == ("amp",)
 
 
+def test_a_scaled_loss_kept_in_a_variable_is_a_scaled_backward():
+    source = """\
+        def step(model, x, scaler, optimizer):
+            scaled = scaler.scale(model(x))
+            scaled.backward()
+            optimizer.step()
+        """
+    assert [e.kind for e in facts_of(source).events][:1] == [Kind.SCALED_BACKWARD]
+    assert found(source, "DTL304", "DTL305") == [("DTL305", 4)]
+
+
+def test_step_without_scale_is_silent_when_the_module_scales_elsewhere():
+    source = """\
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        loss.backward()
+        scaler.step(optimizer)
+        scaled = scaler.scale(other_loss)
+        """
+    assert found(source, "DTL304") == []
+
+
+def test_bce_under_cpu_autocast_is_only_low_confidence():
+    source = """\
+        import torch
+        import torch.nn.functional as F
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.binary_cross_entropy(torch.sigmoid(model(x)), y)
+        """
+    report = check_text(textwrap.dedent(source), "t.py", Settings(select=("DTL207",), min_confidence=Confidence.LOW))
+    assert [(f.line, f.confidence) for f in report.findings] == [(4, Confidence.LOW)]
+    assert check_text(textwrap.dedent(source), "t.py", Settings(select=("DTL207",))).findings == []
+
+
 def test_scaler_facts_are_computed_once_per_file():
     text = textwrap.dedent(NANOGPT)
     ctx = FileContext("train.py", text, cst.parse_module(text))

@@ -5,6 +5,7 @@ DTL303..DTL307). It is a list of *events*, the calls that make up the AMP traini
 source order, each placed in its control structure:
 
     SCALED_BACKWARD  ``scaler.scale(loss).backward()``         scaler="scaler"
+                     (also ``scaled = scaler.scale(loss)`` ... ``scaled.backward()`` in one function)
     BACKWARD         ``loss.backward()``, ``accelerator.backward(loss)``, ``torch.autograd.backward``
     UNSCALE          ``scaler.unscale_(opt)``                  scaler, optimizer="opt"
     STEP             ``scaler.step(opt)``                      scaler, optimizer
@@ -103,6 +104,7 @@ class ScalerFacts:
         self._bindings = bindings
         self._other_bound = other_bound
         self._optimizer_bound = set(optimizer_bound)
+        self.module: cst.Module | None = None
         for event in events:
             if event.kind in (Kind.STEP, Kind.UNSCALE) and event.optimizer:
                 self._optimizer_bound.add(event.optimizer)
@@ -188,11 +190,11 @@ class ScalerFacts:
         return False
 
     def function_calls_scale(self, function: cst.CSTNode | None, scaler: str) -> bool:
-        """Whether ``scaler.scale(...)`` is called anywhere in ``function`` (its events)."""
+        """Whether ``scaler.scale(...)`` is called anywhere in ``function`` (None: the module)."""
         return any(
             event.kind is Kind.SCALED_BACKWARD and event.scaler == scaler and event.function is function
             for event in self.events
-        ) or (function is not None and scaler in _scale_receivers(function))
+        ) or scaler in _scale_receivers(function if function is not None else self.module or cst.Module([]))
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -240,6 +242,7 @@ class _Builder:
         self.bindings: dict[str, list[ScalerBinding]] = {}
         self.other_bound: set[str] = set()
         self.optimizer_bound: set[str] = set()
+        self.scaled_names: dict[tuple[int, str], str] = {}  # (id(function), name) -> scaler
         self.positions = None
 
     def statements(self, body, function, loops, guards) -> None:
@@ -288,8 +291,24 @@ class _Builder:
         for small in container.body:
             if isinstance(small, (cst.Assign, cst.AnnAssign)):
                 self.binding(small)
+                self.scaled_loss(small, function)
         for call in _calls(container):
             self.raw.append((call, statement, function, loops, guards))
+
+    def scaled_loss(self, node: cst.Assign | cst.AnnAssign, function) -> None:
+        """``scaled = scaler.scale(loss)``: a later ``scaled.backward()`` is a scaled backward."""
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        value = node.value
+        if (
+            len(targets) == 1
+            and isinstance(targets[0], cst.Name)
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "scale"
+        ):
+            receiver = _text(value.func.value)
+            if receiver is not None:
+                self.scaled_names[(id(function), targets[0].value)] = receiver
 
     def binding(self, node: cst.Assign | cst.AnnAssign) -> None:
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -324,7 +343,7 @@ class _Builder:
         return ScalerBinding(target, call, self.positions[call].start.line, enabled)
 
 
-def _classify(builder: _Builder, facts_scaler, call: cst.Call) -> tuple[Kind, str | None, str | None] | None:
+def _classify(builder: _Builder, facts_scaler, call: cst.Call, function=None) -> tuple[Kind, str | None, str | None] | None:
     names = builder.names
     func = call.func
     if names.matches(func, *CLIP_FUNCTIONS):
@@ -346,6 +365,9 @@ def _classify(builder: _Builder, facts_scaler, call: cst.Call) -> tuple[Kind, st
             and facts_scaler(_text(receiver.func.value))
         ):
             return Kind.SCALED_BACKWARD, _text(receiver.func.value), None
+        scaled_by = builder.scaled_names.get((id(function), receiver_text or ""))
+        if scaled_by is not None and facts_scaler(scaled_by):
+            return Kind.SCALED_BACKWARD, scaled_by, None
         if receiver_text in ("self", "super"):
             return None
         return Kind.BACKWARD, None, None
@@ -372,12 +394,14 @@ def analyze(ctx) -> ScalerFacts:
     probe = ScalerFacts([], builder.bindings, builder.other_bound, builder.optimizer_bound)
     events: list[Event] = []
     for order, (call, statement, function, loops, guards) in enumerate(builder.raw):
-        classified = _classify(builder, probe.is_scaler, call)
+        classified = _classify(builder, probe.is_scaler, call, function)
         if classified is None:
             continue
         kind, scaler, optimizer = classified
         events.append(Event(kind, call, statement, order, scaler, optimizer, function, loops, guards))
-    return ScalerFacts(events, builder.bindings, builder.other_bound, builder.optimizer_bound)
+    facts = ScalerFacts(events, builder.bindings, builder.other_bound, builder.optimizer_bound)
+    facts.module = ctx.module
+    return facts
 
 
 def iter_events(facts: ScalerFacts, *kinds: Kind) -> Iterator[Event]:
