@@ -359,3 +359,21 @@ def test_a_line_added_after_the_last_line_of_a_file_without_final_newline(extra_
     source = "for x in loader:\n    raw_step(x)".replace("\n", newline)
     outcome = fix_text(source, "t.py", SETTINGS)
     assert outcome.text == "for x in loader:\n    scaled_step(x)\n    update()".replace("\n", newline)
+
+
+def test_a_file_changed_while_being_fixed_is_not_overwritten(tmp_path, monkeypatch):
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN)
+    edited = TRAIN + "# saved by an editor meanwhile\n"
+    real_fix_text = fix_text
+
+    def fix_while_an_editor_saves(*args, **kwargs):
+        outcome = real_fix_text(*args, **kwargs)
+        path.write_text(edited)
+        return outcome
+
+    monkeypatch.setattr("dtype_lint.fixer.files.fix_text", fix_while_an_editor_saves)
+    result = fix_file(str(path), str(path), SETTINGS, FixOptions())
+    assert "changed while it was being fixed" in result.failure and not result.written
+    assert path.read_text() == edited
+    assert sorted(os.listdir(tmp_path)) == ["train.py"]

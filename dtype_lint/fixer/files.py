@@ -51,12 +51,23 @@ def unified_diff(before: str, after: str, path: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def atomic_write(path: str, data: bytes) -> None:
+class FileChanged(OSError):
+    """The file changed on disk between reading it and writing the fix (an editor saved it)."""
+
+
+def _signature(info: os.stat_result) -> tuple[int, int]:
+    return (info.st_mtime_ns, info.st_size)
+
+
+def atomic_write(path: str, data: bytes, read_as: tuple[int, int] | None = None) -> None:
     """Replace ``path``'s content with ``data`` in one rename: a reader (or a crash) sees the old
     file or the new one, never half of it. Mode and, where allowed, owner are kept; a symlink
-    stays a symlink (its target is replaced)."""
+    stays a symlink (its target is replaced). ``read_as``: the (mtime, size) the fix was computed
+    from; a file that no longer matches is not overwritten."""
     real = os.path.realpath(path)
     info = os.stat(real)
+    if read_as is not None and _signature(info) != read_as:
+        raise FileChanged(f"{path} changed while it was being fixed")
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -67,6 +78,8 @@ def atomic_write(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError, AttributeError):  # AttributeError: no getuid (Windows)
             if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
                 os.chown(temporary, info.st_uid, info.st_gid)
+        if read_as is not None and _signature(os.stat(real)) != read_as:
+            raise FileChanged(f"{path} changed while it was being fixed")
         os.replace(temporary, real)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -121,6 +134,7 @@ def fix_file(display_path: str, fs_path: str, settings: Settings, options: FixOp
 
     try:
         with open(fs_path, "rb") as stream:
+            read_as = _signature(os.fstat(stream.fileno()))
             data = stream.read()
     except OSError:
         report = check_file(display_path, fs_path, settings)
@@ -131,14 +145,14 @@ def fix_file(display_path: str, fs_path: str, settings: Settings, options: FixOp
         return FileFixResult(display_path, internal_errors=[f"{display_path}: internal error while fixing: {type(error).__name__}: {error}"])
     if result.changed and options.write:
         try:
-            atomic_write(fs_path, result.output)
+            atomic_write(fs_path, result.output, read_as)
             result.written = True
         except OSError as error:
             report = check_bytes(data, display_path, settings)
             return FileFixResult(
                 display_path,
                 remaining=report.findings,
-                failure=f"cannot write the fixed file: {error.strerror or error}",
+                failure=f"cannot write the fixed file: {error.strerror or error}" if not isinstance(error, FileChanged) else str(error),
                 internal_errors=result.internal_errors,
             )
     return result
