@@ -184,6 +184,8 @@ class LowpModelFp32Input(Rule):
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.dtypes & LOW or is_loss_module(module) or module.role == "quantized":
             return
+        if isinstance(module.info, str) and "Pipeline" in module.info:
+            return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
             return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)

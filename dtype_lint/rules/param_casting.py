@@ -194,17 +194,21 @@ class ParamDtypeAssign(Rule):
         "import torch\nfor p in model.parameters():\n    if p.requires_grad:\n        p.data = p.data.float()\n",
         "import torch\nfor p in model.parameters():\n    p.grad = None\n",
         "import torch\nmodel = Net().half()\nfor p in model.parameters():\n    p.data = p.data.half()\n",
+        "import torch\nmodel = Net()\nfor p in model.parameters():\n    p.data = p.data.half()\ntorch.save(model.state_dict(), 'fp16.pt')\n",
     )
     invalid = (
         Invalid(
             "import torch\nfor name, param in model.named_parameters():\n    if param.dtype != torch.float16:\n"
-            "        param.data = param.data.half()\n"
+            "        param.data = param.data.half()\noptimizer = torch.optim.AdamW(model.parameters())\n"
         ),
         Invalid(
             "import torch\nloss.backward()\nfor param in model.parameters():\n    if param.grad is not None:\n"
             "        param.grad = param.grad.half()\n"
         ),
-        Invalid("import torch\nmodel = Net()\nfor p in model.parameters():\n    p.data = p.data.to(torch.bfloat16)\n"),
+        Invalid(
+            "import torch\nmodel = Net()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor p in model.parameters():\n"
+            "    p.data = p.data.to(torch.bfloat16)\n"
+        ),
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -220,6 +224,8 @@ class ParamDtypeAssign(Rule):
             return
         guarded = self._dtype_guard(node)
         what = "gradient" if target.attr.value == "grad" else "parameter"
+        if what == "parameter" and not flow.optimizers and ".backward(" not in self.ctx.text:
+            return  # converting weights for export or inference is not training
         new = _dtypes(value.dtypes)
         if param.certain and param.dtype in value.dtypes and not guarded:
             if what == "parameter":

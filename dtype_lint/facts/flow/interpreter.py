@@ -796,7 +796,8 @@ class Interpreter:
                 if right is not None and right.kind in (TENSOR, NUMPY):
                     tensors.append(right)
             if tensors and not isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-                return make(tensors[0].kind, (BOOL,), self.origin(node))
+                partial = any(t.partial or not t.dtypes for t in tensors)
+                return make(tensors[0].kind, (BOOL,), self.origin(node)).replace(partial=partial)
             return None
         if isinstance(node, cst.UnaryOperation):
             value = self.ev(node.expression, frame)
@@ -1535,7 +1536,10 @@ class Interpreter:
             # An unknown model's parameters: dtype unknown, but loop variables are parameters.
             return Value(kind=PARAMS, target=key, info="named" if method == "named_parameters" else None)
         if kind is None and method in ("argmax", "argmin", "argsort"):
-            return make(TENSOR, (INT,), self.origin(node))
+            # ``dim=`` is torch's spelling, ``axis=`` NumPy's; without either it is only a hint.
+            if _arg(node, "axis") is not None:
+                return make(NUMPY, (INT,), self.origin(node))
+            return make(TENSOR, (INT,), self.origin(node)).replace(partial=_arg(node, "dim") is None)
         if kind is None and method in lib.TENSOR_INT_METHODS and not node.args:
             return make(TENSOR, (lib.TENSOR_INT_METHODS[method],), self.origin(node))
         if kind is None and method in ("numpy",):
