@@ -356,3 +356,15 @@ def test_device_cuda_without_cuda_cannot_start(tmp_path):
         pytest.skip("this machine has CUDA")
     assert result.returncode == 2
     assert "--device cuda" in result.stdout
+
+
+def test_scaler_updates_are_summarised_from_rank_0():
+    records = [
+        {"kind": "start", "rank": 0, "pid": 1, "step": 0, "emulated": False, "cuda": True},
+        {"kind": "scaler-update", "rank": 0, "scale": 65536.0, "new_scale": 32768.0, "skipped": True},
+        {"kind": "scaler-update", "rank": 0, "scale": 32768.0, "new_scale": 32768.0, "skipped": False},
+        {"kind": "scaler-update", "rank": 1, "scale": 65536.0, "new_scale": 65536.0, "skipped": False},
+    ]
+    _, _, summary = decide([], records)
+    assert (summary.scaler_updates, summary.skipped_steps, summary.scales) == (2, 1, (65536.0, 32768.0))
+    assert summary.cuda and not summary.emulated

@@ -65,10 +65,16 @@ def _static_check(program, args):
 
 
 def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
-    """(one-line outcome, problems to show, whether to show the program's last output)."""
-    problems: list[str] = []
+    """(one-line outcome, notes to show, whether to show the program's last output)."""
+    notes: list[str] = []
+    if summary.scaler_updates:
+        first, last = summary.scales
+        notes.append(
+            f"GradScaler (rank 0): {summary.scaler_updates} update(s), {summary.skipped_steps} step(s) skipped for "
+            f"inf/NaN gradients, loss scale {first:g} -> {last:g}"
+        )
     if summary.companion_errors:
-        problems.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
+        notes.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
     for record in summary.exceptions[:3]:
         where = ""
         if record.get("stack"):
@@ -76,20 +82,20 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
             from dtype_lint.runtime.render import display_path
 
             where = f" at {display_path(path)}:{line}"
-        problems.append(f"rank {record.get('rank', 0)} raised {record['message']}{where}")
+        notes.append(f"rank {record.get('rank', 0)} raised {record['message']}{where}")
     took = f"{result.seconds:.1f}s"
     if result.timed_out:
-        return f"timed out after {took}; verdicts use what was seen until then", problems, True
+        return f"timed out after {took}; verdicts use what was seen until then", notes, True
     if summary.stopped:
-        return f"{summary.stopped} ({took})", problems, False
+        return f"{summary.stopped} ({took})", notes, False
     if result.returncode == 0:
-        return f"the program finished before {steps} optimizer steps ({took})", problems, False
+        return f"the program finished before {steps} optimizer steps ({took})", notes, False
     if (result.returncode or 0) < 0:
-        return f"the program was killed (signal {-result.returncode}) after {took}", problems, True
+        return f"the program was killed (signal {-result.returncode}) after {took}", notes, True
     if summary.terminated:
         return (f"the program exited with status {result.returncode} after {took}; some of its processes were "
-                "terminated (a launcher stops the other ranks when one fails)"), problems, True
-    return f"the program exited with status {result.returncode} after {took}", problems, True
+                "terminated (a launcher stops the other ranks when one fails)"), notes, True
+    return f"the program exited with status {result.returncode} after {took}", notes, True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if result.returncode not in (0, None):
             reason = f"the program exited with status {result.returncode} before running any Python code"
         return _cannot_start(args, program.display, reason, out, findings, result.output_tail)
-    outcome, problems, show_tail = _outcome(result, summary, args.steps)
+    outcome, notes, show_tail = _outcome(result, summary, args.steps)
     device_note = ""
     if summary.emulated:
         device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "
@@ -152,10 +158,12 @@ def run(args: argparse.Namespace) -> int:
         "ranks": summary.ranks,
         "files_checked": [os.path.relpath(path) for path in files],
         "device_note": device_note,
-        "problems": problems,
+        "notes": notes,
+        "scaler": {"updates": summary.scaler_updates, "skipped_steps": summary.skipped_steps,
+                   "scales": list(summary.scales) if summary.scales else None},
         "output_tail": result.output_tail,
         # The program's own last lines help only when no evidence explains how it ended.
-        "show_tail": show_tail and not problems and not runtime_only
+        "show_tail": show_tail and not summary.exceptions and not runtime_only
         and not any(v.evidence for v in verdicts),
     }
     if args.format == "json":
@@ -175,7 +183,7 @@ def _cannot_start(args, command: str, reason: str, out, findings=(), tail=()) ->
         "outcome": f"could not start the program: {reason}",
         "returncode": None,
         "started": False,
-        "problems": [],
+        "notes": [],
         "output_tail": list(tail),
         "show_tail": bool(tail),
     }

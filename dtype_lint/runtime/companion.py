@@ -30,10 +30,13 @@ def start() -> None:
     argv = list(getattr(sys, "orig_argv", sys.argv))
     if is_launcher(argv):
         return
-    config = protocol.read_config(os.environ[protocol.CONFIG_ENV])
-    from dtype_lint.runtime.recorder import Recorder
+    try:
+        config = protocol.read_config(os.environ[protocol.CONFIG_ENV])
+        from dtype_lint.runtime.recorder import Recorder
 
-    recorder = Recorder(config["evidence_dir"], config["roots"])
+        recorder = Recorder(config["evidence_dir"], config["roots"])
+    except (OSError, ValueError, KeyError):
+        return  # a process outliving its confirm run (the config is gone): run it untouched
     try:
         _install(config, recorder, argv)
     except SystemExit:

@@ -161,8 +161,28 @@ def install(state: State) -> None:
     torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
     torch.Tensor.is_pinned = lambda self, *args, **kwargs: False
     _patch_autocast(state)
+    _patch_autocast_queries(state)
     _patch_grad_scaler()
     _patch_distributed()
+
+
+def _patch_autocast_queries(state: State) -> None:
+    """``torch.is_autocast_enabled()`` (CUDA by default) answers for the emulated CUDA autocast."""
+    original_enabled, original_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
+
+    def is_autocast_enabled(device_type=None):
+        if device_type in (None, "cuda"):
+            return state.cuda_autocast_depth > 0 and original_enabled("cpu")
+        return original_enabled(device_type)
+
+    def get_autocast_dtype(device_type):
+        if device_type == "cuda" and state.cuda_autocast_depth > 0:
+            return original_dtype("cpu")
+        return original_dtype(device_type)
+
+    torch.is_autocast_enabled = is_autocast_enabled
+    torch.get_autocast_dtype = get_autocast_dtype
+    torch.get_autocast_gpu_dtype = lambda: get_autocast_dtype("cuda")
 
 
 def _patch_autocast(state: State) -> None:

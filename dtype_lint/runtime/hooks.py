@@ -138,10 +138,16 @@ def _hook_scaler(state: State) -> None:
     @functools.wraps(update)
     def hooked_update(self, new_scale=None):
         info = _scaler_info(self)
+        before = float(self.get_scale()) if self.is_enabled() and self._scale is not None else None
         try:
             return update(self, new_scale)
         finally:
             info["scaled"] = info["unscaled"] = False
+            if before is not None and new_scale is None:
+                after = float(self.get_scale())
+                # The scale backs off exactly when the step was skipped for inf/NaN gradients.
+                recorder.write({"kind": "scaler-update", "scale": before, "new_scale": after,
+                                "skipped": after < before})
 
     scaler_cls.__init__, scaler_cls.scale, scaler_cls.unscale_ = hooked_init, hooked_scale, hooked_unscale
     scaler_cls.step, scaler_cls.update = hooked_step, hooked_update

@@ -144,14 +144,10 @@ class Observer(TorchFunctionMode):
                 if caller is not None:
                     self._record_mixed(name, dtypes, caller)
         result = func(*args, **kwargs)
-        if (
-            name in OVERFLOW_OPS
-            and isinstance(result, torch.Tensor)
-            and result.dtype in LOW_PRECISION
-            and not bool(torch.isfinite(result).all())
-        ):
+        if name in OVERFLOW_OPS and isinstance(result, torch.Tensor) and result.dtype in LOW_PRECISION:
+            # Who called it is a few dict lookups; finiteness is a pass over the tensor.
             caller = caller or self._user_caller()
-            if caller is not None:
+            if caller is not None and not bool(torch.isfinite(result).all()):
                 self._record_nonfinite(name, args, result, caller)
         return result
 

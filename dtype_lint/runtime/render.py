@@ -79,7 +79,7 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
     out.write(f"  {run['outcome']}\n")
     if run.get("device_note"):
         out.write(f"  {run['device_note']}\n")
-    for line in run.get("problems", []):
+    for line in run.get("notes", []):
         out.write(f"  {line}\n")
     if run.get("output_tail") and run.get("show_tail"):
         out.write("  last lines of the program's output:\n")

@@ -53,12 +53,19 @@ class RunSummary:
     start_errors: list[str]
     companion_errors: list[str]
     exceptions: list[dict[str, Any]]
+    scaler_updates: int = 0
+    skipped_steps: int = 0
+    scales: tuple[float, float] | None = None  # first and last loss scale seen
 
 
 def summarize(records: list[dict[str, Any]]) -> RunSummary:
     starts = [r for r in records if r["kind"] == "start"]
     stops = [r["reason"] for r in records if r["kind"] == "stop"]
+    updates = [r for r in records if r["kind"] == "scaler-update" and int(r.get("rank", 0)) == 0]
     return RunSummary(
+        scaler_updates=len(updates),
+        skipped_steps=sum(1 for r in updates if r.get("skipped")),
+        scales=(updates[0]["scale"], updates[-1]["new_scale"]) if updates else None,
         processes=len(starts),
         ranks=sorted({int(r.get("rank", 0)) for r in starts}),
         emulated=any(r.get("emulated") for r in starts),
