@@ -2,6 +2,7 @@
 share, precision cases that must stay silent, and their fixes applied by the real CLI and run
 under torch on CPU."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -436,3 +437,103 @@ def test_scaler_fixes_make_a_cpu_training_loop_clip_true_gradients(tmp_path):
     after = _run(script)
     assert before["NORM"] == pytest.approx(1024 * after["NORM"], rel=0.05)  # init_scale=2**10
     assert after["NORM"] < 100 and after["WEIGHT"] < 10
+
+
+PROTOCOL_BUGS = """\
+    import torch
+
+
+    def setup():
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+        return model, optimizer, scaler, torch.randn(8, 4)
+
+
+    def forward(model, x):
+        with torch.autocast("cpu", dtype=torch.float16):
+            return model(x).float().pow(2).mean()
+
+
+    def double_step(model, optimizer, scaler, x):
+        scaler.scale(forward(model, x)).backward()
+        scaler.step(optimizer)
+        scaler.step(optimizer)  # DTL304
+        scaler.update()
+
+
+    def double_unscale(model, optimizer, scaler, x):
+        scaler.scale(forward(model, x)).backward()
+        scaler.unscale_(optimizer)
+        scaler.unscale_(optimizer)  # DTL304
+        scaler.step(optimizer)
+        scaler.update()
+
+
+    def unscale_after_step(model, optimizer, scaler, x):
+        scaler.scale(forward(model, x)).backward()
+        scaler.step(optimizer)
+        scaler.unscale_(optimizer)  # DTL304
+        scaler.update()
+
+
+    def update_before_step(model, optimizer, scaler, x):
+        for _ in range(2):
+            scaler.scale(forward(model, x)).backward()
+            scaler.update()  # DTL304
+            scaler.step(optimizer)
+            optimizer.zero_grad()
+
+
+    def step_without_scale(model, optimizer, scaler, x):
+        forward(model, x).backward()
+        scaler.step(optimizer)  # DTL304
+        scaler.update()
+
+
+    def step_bypasses_scaler(model, optimizer, scaler, x):
+        scaler.scale(forward(model, x)).backward()
+        optimizer.step()  # DTL305
+        scaler.update()
+
+
+    for case in (double_step, double_unscale, unscale_after_step, update_before_step, step_without_scale,
+                 step_bypasses_scaler):
+        try:
+            case(*setup())
+            print(case.__name__, "|", "no error")
+        except (RuntimeError, AssertionError) as error:
+            print(case.__name__, "|", str(error).splitlines()[0])
+    """
+
+
+def test_every_flagged_protocol_bug_fails_under_torch_on_cpu(tmp_path):
+    """What DTL304/DTL305 flag statically really breaks at run time, with the message they quote."""
+    pytest.importorskip("torch")
+    source = textwrap.dedent(PROTOCOL_BUGS)
+    lines = source.splitlines()
+    expected = {(line.split("# ")[-1], number) for number, line in enumerate(lines, start=1) if line.endswith(("# DTL304", "# DTL305"))}
+    assert set(found(source, "DTL303", "DTL304", "DTL305")) == expected
+    script = tmp_path / "protocol_bugs.py"
+    script.write_text(source, encoding="utf-8")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    errors = dict(line.split(" | ", 1) for line in result.stdout.splitlines())
+    assert len(errors) == 6
+    report = check_text(source, "protocol_bugs.py", Settings(select=("DTL304", "DTL305")))
+    by_function = {_in_function(lines, f.line): f for f in report.findings}
+    for name, error in errors.items():
+        finding = by_function[name]
+        if finding.code == "DTL304":  # the message quotes the very error torch raises
+            quoted = re.search(r'"([^"]+)"', finding.message).group(1)
+            assert error.startswith(quoted), (name, error, finding.message)
+        else:
+            assert error == "No inf checks were recorded prior to update.", (name, error)
+
+
+def _in_function(lines: list[str], number: int) -> str:
+    for line in reversed(lines[:number]):
+        if line.startswith("def "):
+            return line[4:].split("(")[0]
+    return ""

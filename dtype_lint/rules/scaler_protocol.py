@@ -279,8 +279,8 @@ class ScalerStateMachine(_ScalerRule):
                 reported.add(id(event))
                 message = (
                     f"`{event.scaler}.step({event.optimizer})` follows a plain `backward()` (line "
-                    f"{self.line(backward)}) and `{event.scaler}.scale(...)` is never called here: "
-                    f"use `{event.scaler}.scale(loss).backward()`"
+                    f"{self.line(backward)}) and `{event.scaler}.scale(...)` is never called here: GradScaler "
+                    f"raises \"Attempted step but _scale is None.\"; use `{event.scaler}.scale(loss).backward()`"
                 )
                 self.report(event.call, message, confidence=Confidence.MEDIUM)
 
@@ -343,8 +343,9 @@ class ScalerStateMachine(_ScalerRule):
                 if step_after is not None and not stepped_before:
                     yield (
                         f"`{name}.update()` runs before `{name}.step({step_after.optimizer})` (line "
-                        f"{self.line(step_after)}) in the same iteration: the scale is updated from the "
-                        "previous iteration's inf checks; call `step` first, then `update`",
+                        f"{self.line(step_after)}) in the same iteration: GradScaler raises \"No inf checks were "
+                        "recorded prior to update.\" on the first iteration and then follows the previous "
+                        "iteration's inf checks; call `step` first, then `update`",
                         later,
                         Confidence.HIGH,
                     )
