@@ -10,6 +10,7 @@ import os
 import sys
 import textwrap
 
+import jsonschema
 import pytest
 
 from dtype_lint.errors import UsageError
@@ -19,7 +20,7 @@ from dtype_lint.runtime.companion import is_launcher
 from dtype_lint.runtime.program import parse_command, program_files
 from dtype_lint.runtime.verdicts import decide
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -131,7 +132,8 @@ def test_launcher_processes_are_recognised_and_ranks_are_not():
         ("Detected mismatch between collectives on ranks. TensorDtypes=Float", "collective-mismatch", "DTL703"),
         ("Must flatten tensors with uniform dtype but got torch.float32 and torch.bfloat16", "fsdp-dtype", "DTL704"),
         ("Got unsupported ScalarType BFloat16", "numpy-bf16", "DTL604"),
-        ("Current CUDA Device does not support bfloat16. Please switch dtype to float16.", "bf16-unsupported", "DTL203"),
+        ("Current CUDA Device does not support bfloat16. Please switch dtype to float16.", "bf16-unsupported",
+         "DTL203"),
     ],
 )
 def test_message_families(text, family, code):
@@ -285,10 +287,14 @@ def test_a_program_that_kills_itself_keeps_what_was_seen(tmp_path):
         os.kill(os.getpid(), signal.SIGKILL)
         """,
     )
-    result = _confirm("--format", "json", str(script))
-    report = json.loads(result.stdout)
-    assert "killed" in report["run"]["outcome"]
-    assert report["findings"][0]["verdict"] == "confirmed"
+    result = _confirm("--format", "sarif", str(script))
+    log = json.loads(result.stdout)
+    jsonschema.validate(log, json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text()))
+    run = log["runs"][0]
+    assert "killed" in run["invocations"][0]["properties"]["confirm"]["outcome"]
+    [result_] = [r for r in run["results"] if r["ruleId"] == "DTL201"]
+    assert (result_["level"], result_["properties"]["verdict"]) == ("error", "confirmed")
+    assert "is deprecated" in result_["properties"]["evidence"][0]["message"]
 
 
 def test_not_reached_stop_after_steps_and_module_form(tmp_path):

@@ -11,7 +11,19 @@ import sys
 
 from dtype_lint.commands.common import _codes
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "sarif")
+
+
+class _Renderers(dict):
+    """Format name -> renderer, imported on first use (no runtime modules for --help)."""
+
+    def __missing__(self, name: str):
+        from dtype_lint.runtime import render
+
+        return {"text": render.render_text, "json": render.render_json, "sarif": render.render_sarif}[name]
+
+
+RENDERERS = _Renderers()
 
 
 def _positive_int(text: str) -> int:
@@ -102,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
     from dtype_lint.errors import UsageError
     from dtype_lint.runtime.launch import RunResult, run_program
     from dtype_lint.runtime.program import parse_command
-    from dtype_lint.runtime.render import render_json, render_text
     from dtype_lint.runtime.verdicts import decide
 
     out = sys.stdout
@@ -166,15 +177,11 @@ def run(args: argparse.Namespace) -> int:
         "show_tail": show_tail and not summary.exceptions and not runtime_only
         and not any(v.evidence for v in verdicts),
     }
-    if args.format == "json":
-        render_json(run_info, verdicts, runtime_only, out)
-    else:
-        render_text(run_info, verdicts, runtime_only, out)
+    RENDERERS[args.format](run_info, verdicts, runtime_only, out)
     return 1 if any(v.verdict == "confirmed" for v in verdicts) else 0
 
 
 def _cannot_start(args, command: str, reason: str, out, findings=(), tail=()) -> int:
-    from dtype_lint.runtime.render import render_json, render_text
     from dtype_lint.runtime.verdicts import NOT_RUN, Verdict
 
     verdicts = [Verdict(f, NOT_RUN, [], "the program did not start") for f in findings]
@@ -187,8 +194,5 @@ def _cannot_start(args, command: str, reason: str, out, findings=(), tail=()) ->
         "output_tail": list(tail),
         "show_tail": bool(tail),
     }
-    if args.format == "json":
-        render_json(run_info, verdicts, [], out)
-    else:
-        render_text(run_info, verdicts, [], out)
+    RENDERERS[args.format](run_info, verdicts, [], out)
     return 2

@@ -110,3 +110,59 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
     order = ("confirmed", "not reproduced", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
     summary = ", ".join(f"{counts[name]} {name}" for name in order if counts.get(name))
     out.write(f"\n{summary or 'nothing to report'}\n")
+
+
+def render_sarif(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list[Verdict], out: TextIO) -> None:
+    """``check``'s SARIF log, each result carrying its verdict and evidence in ``properties``;
+    confirmed findings are errors, the others notes; runtime-only findings are warnings."""
+    from dtype_lint.engine import FileReport
+    from dtype_lint.report.sarif_format import _region, artifact_location, sarif_log
+
+    by_path: dict[str, list] = {}
+    for verdict in verdicts:
+        by_path.setdefault(verdict.finding.path, []).append(verdict.finding)
+    reports = [FileReport(path, findings, lines=_lines(path)) for path, findings in sorted(by_path.items())]
+    log = sarif_log(reports)
+    sarif_run = log["runs"][0]
+    # sarif_log orders results as Finding.sort_key does.
+    ordered = sorted(verdicts, key=lambda verdict: verdict.finding.sort_key())
+    for result, verdict in zip(sarif_run["results"], ordered):
+        result["level"] = "error" if verdict.verdict == CONFIRMED else "note"
+        result["properties"]["verdict"] = verdict.verdict
+        result["properties"]["evidence"] = [_evidence_json(claim) for claim in verdict.evidence]
+        if verdict.evidence:
+            result["message"]["text"] += f" Confirmed at run time: {verdict.evidence[0]['message']}"
+        elif verdict.note:
+            result["message"]["text"] += f" ({verdict.verdict}: {verdict.note})"
+    for verdict in runtime_only:
+        claim = verdict.evidence[0]
+        sarif_run["results"].append(
+            {
+                "level": "warning",
+                "message": {"text": f"Seen at run time with no static finding ({verdict.what}): {claim['message']}"},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": artifact_location(verdict.path or "-"),
+                            "region": _region(verdict.line or 1, 1, verdict.line or 1, 1),
+                        }
+                    }
+                ],
+                "properties": {
+                    "verdict": RUNTIME_ONLY,
+                    "relatedCodes": list(verdict.related_codes),
+                    "evidence": [_evidence_json(claim)],
+                },
+            }
+        )
+    sarif_run["invocations"][0]["properties"] = {"confirm": _run_json(run)}
+    json.dump(log, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def _lines(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return None
