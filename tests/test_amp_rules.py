@@ -146,6 +146,7 @@ def test_scaler_facts_structure_branches_loops_and_bindings():
     assert facts.describe("scaler") == "`scaler` (GradScaler line 2)"
     assert facts.guarded_optimizers("scaler") == ("optimizer",)
     assert facts.is_optimizer("optimizer") and not facts.is_optimizer("lr_scheduler")
+    assert facts.is_optimizer("self.optimizerD") and facts.is_optimizer("opt_g") and not facts.is_optimizer("options")
 
 
 def test_scaler_facts_tell_scalers_from_other_scalers():

@@ -55,7 +55,7 @@ CLIP_FUNCTIONS = tuple(
     for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 )
 SCALER_NAME = re.compile(r"(^|_)scaler$")
-OPTIMIZER_NAME = re.compile(r"^(\w+_)?(opt|optim|optimizer|optimiser)s?(_\w+)?$")
+OPTIMIZER_NAME = re.compile(r"^(\w+_)?(opt|optim|optimizer|optimiser)s?(_\w+|[A-Z0-9]\w*)?$")
 SCHEDULER_NAME = re.compile(r"sched|lr_|warmup|ema|swa", re.IGNORECASE)
 OPTIMIZER_CLASS = re.compile(r"(Adam|SGD|RMSprop|Adagrad|Adadelta|Lion|Adafactor|LAMB|Lamb|LBFGS|Sophia|Muon|Optimizer)")
 
