@@ -374,3 +374,22 @@ def test_scaler_updates_are_summarised_from_rank_0():
     _, _, summary = decide([], records)
     assert (summary.scaler_updates, summary.skipped_steps, summary.scales) == (2, 1, (65536.0, 32768.0))
     assert summary.cuda and not summary.emulated
+
+
+def test_bootstrap_runs_the_environments_own_sitecustomize(tmp_path):
+    """Prepending our sitecustomize must not hide one the environment already had."""
+    import subprocess
+
+    from dtype_lint.runtime import protocol
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    marker = tmp_path / "marker"
+    (theirs / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([protocol.BOOTSTRAP_DIR, str(theirs)]))
+    env.pop(protocol.CONFIG_ENV, None)
+    result = subprocess.run([sys.executable, "-c", "import sitecustomize; print(sitecustomize.__file__)"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert marker.read_text() == "ran"
+    assert result.stdout.strip() == os.path.join(protocol.BOOTSTRAP_DIR, "sitecustomize.py")

@@ -124,6 +124,7 @@ def test_torchrun_two_ranks_rank_dependent_dtype():
         "torchrun", "--nproc-per-node", "2", "runtime/scenarios/dtl703_rank_dependent_dtype.py"
     )
     assert report["run"]["ranks"] == [0, 1]
+    assert report["run"]["processes"] == 2  # the two ranks; the torchrun launcher is not instrumented
     rows = [f for f in report["findings"] if f["code"] == "DTL703"] + [
         row for row in report["runtime_only"] if "DTL703" in row["related_codes"]
     ]

@@ -167,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         "emulated": summary.emulated,
         "cuda": summary.cuda,
         "ranks": summary.ranks,
+        "processes": summary.processes,  # instrumented ones: launchers are left alone
         "files_checked": [os.path.relpath(path) for path in files],
         "device_note": device_note,
         "notes": notes,
