@@ -10,6 +10,7 @@ from dtype_lint.findings import Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.numerics_facts import (
     FP16,
+    FP16_MENTIONS,
     Number,
     argument,
     call_shape,
@@ -83,7 +84,7 @@ class TinyEpsLowp(Rule):
     name = "tiny-eps-lowp"
     summary = "Epsilon below 6e-8 rounds to zero on a float16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = ("e-8", "e-9", "e-1", "e-2", "e-3", "eps", "0.00000")
+    triggers = FP16_MENTIONS
     valid = (
         # float32 tensor: 1e-8 is representable.
         "import torch\nprobs = torch.rand(4, 10)\nloss = -torch.log(probs + 1e-8).mean()\n",

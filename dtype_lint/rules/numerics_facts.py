@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from dtype_lint.facts.dtypes import Value
 
 FP16, BF16, FP32 = "fp16", "bf16", "fp32"  # the flow's spelling (dtype_lint.facts.flow.values)
+# Prefilter triggers. A numerics finding needs a tensor the flow knows is float16/bfloat16, and the
+# flow only knows that from something this file spells (``.half()``, ``torch.float16``, ``"fp16"``,
+# an autocast region, ``HalfTensor``...): a file that mentions none of these cannot have one.
+FP16_MENTIONS = ("half", "Half", "float16", "fp16", "autocast", "amp")
+LOWP_MENTIONS = FP16_MENTIONS + ("bfloat16", "bf16")
 FP16_MAX = 65504.0
 # fp16's smallest subnormal is 2**-24 (5.96e-8): anything below rounds to it or to zero.
 FP16_TINIEST = 6e-8
@@ -44,16 +49,6 @@ TORCH_SHAPE_FUNCS = frozenset({"triu", "tril", "unsqueeze", "reshape", "broadcas
 
 
 # -- the dtype flow, asked ----------------------------------------------------------------------
-def value_at(ctx: "FileContext", expr: cst.BaseExpression | None) -> "Value | None":
-    """The flow's value for ``expr`` when it knows at least one dtype for it, else None."""
-    if expr is None:
-        return None
-    value = ctx.flow.value_of(expr)
-    if value is None or not value.dtypes:
-        return None
-    return value
-
-
 def confidence_for(value: "Value | None", risky: tuple[str, ...]) -> Confidence | None:
     """HIGH when ``value`` is one of ``risky`` on every path, MEDIUM when some path (a union, or
     a path left unknown) gives a risky dtype, None when no risky dtype is possible or nothing is

@@ -12,7 +12,9 @@ from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.numerics_facts import (
     FP16,
+    FP16_MENTIONS,
     SHAPE_PRESERVING,
+    TORCH_SHAPE_FUNCS,
     Number,
     argument,
     call_shape,
@@ -87,7 +89,7 @@ class OverflowLiteral(Rule):
     name = "overflow-literal"
     summary = "Literal beyond float16's range (|x| > 65504) written into a float16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = ("e9", "e8", "e7", "e6", "e5", "e10", "e12", "e20", "e30", "e38", "**", "0000", "masked_fill", "full")
+    triggers = FP16_MENTIONS
     valid = (
         # bfloat16 has float32's range: -1e9 fits.
         "import torch\nscores = torch.randn(2, 4, 4, dtype=torch.bfloat16)\nmask = torch.ones(2, 4, 4, dtype=torch.bool)\n"
@@ -341,7 +343,7 @@ class _Saturations:
             return None
         if shape.name in SHAPE_PRESERVING and shape.receiver is not None:
             return self.of(shape.receiver, depth + 1)
-        if shape.qualified is not None and shape.name in ("triu", "tril", "unsqueeze", "reshape", "broadcast_to") and expr.args:
+        if shape.qualified is not None and shape.name in TORCH_SHAPE_FUNCS and expr.args:
             return self.of(expr.args[0].value, depth + 1)
         if shape.qualified is None and shape.receiver is None:
             return self._returned(shape.name, depth)
@@ -421,7 +423,7 @@ class AdditiveMaskNan(Rule):
     code = "DTL502"
     name = "additive-mask-nan"
     summary = "Two finfo.min / -inf additive masks added together overflow to -inf (NaN after softmax)"
-    triggers = ("finfo", "inf")
+    triggers = ("finfo", "inf", "Inf", "e3", "e+3", "e4")  # what a saturated fill is written with
     valid = (
         # one saturated mask, combined with a boolean mask by masked_fill: never -inf.
         "import torch\ndef mask(attention_mask, T, dtype):\n    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)\n"

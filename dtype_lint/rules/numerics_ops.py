@@ -11,6 +11,7 @@ from dtype_lint.rules.numerics_facts import (
     BF16,
     FP16,
     FP32,
+    LOWP_MENTIONS,
     argument,
     autocast_enabled_at,
     call_shape,
@@ -93,7 +94,7 @@ class LowpSensitiveOp(Rule):
     code = "DTL503"
     name = "lowp-sensitive-op"
     summary = "Overflow-prone op (exp, pow, var, norm, softmax, cumsum...) on a float16 tensor outside autocast"
-    triggers = tuple(SENSITIVE) + ("**",)
+    triggers = LOWP_MENTIONS
     valid = (
         # float32 on purpose before the sensitive ops.
         "import torch\nx = torch.randn(4, 64, dtype=torch.float16)\nvariance = x.float().pow(2).mean(-1, keepdim=True)\n",
@@ -242,7 +243,7 @@ class LowpAccumulation(Rule):
     name = "lowp-accumulation"
     summary = "Running sum of float16/bfloat16 tensors in a loop"
     fix_safety = Safety.UNSAFE
-    triggers = ("+=", "+ ")
+    triggers = LOWP_MENTIONS
     valid = (
         "import torch\nlosses = [torch.rand((), dtype=torch.float16) for _ in range(3)]\ntotal = 0.0\n"
         "for loss in losses:\n    total += loss.item()\n",
@@ -371,7 +372,7 @@ class FactoryDefaultDtype(Rule):
     name = "factory-default-dtype"
     summary = "Factory without dtype= (float32) combined with a float16/bfloat16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = tuple(FACTORIES)
+    triggers = LOWP_MENTIONS
     valid = (
         "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\nnoise = torch.randn(4, 8, dtype=h.dtype)\ny = h + noise\n",
         "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\ny = h * torch.tensor(0.5)\n",
