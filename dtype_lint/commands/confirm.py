@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     device_note = ""
     if summary.emulated:
         device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "
-                       "to the CPU; CUDA-only effects (bf16 capability, BCE under autocast, the bf16 unscale "
-                       "kernel, TF32) cannot show and are marked 'needs GPU'")
+                       "to the CPU (CUDA autocast's float32 op list and its BCE error included); CUDA-only effects "
+                       "(bf16 capability, the bf16 unscale kernel, TF32) cannot show and are marked 'needs GPU'")
     elif summary.cuda:
         device_note = "ran on CUDA as written"
     run_info = {

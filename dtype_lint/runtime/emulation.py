@@ -31,6 +31,17 @@ CUDA_FP32_OPS = frozenset(
     }
 )
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+# CUDA autocast refuses these outright (CPU autocast runs them in float32): the emulation raises
+# what the GPU would, word for word.
+CUDA_AUTOCAST_ERRORS = {
+    "binary_cross_entropy": (
+        "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+        "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+        "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+        "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+        "safe to autocast."
+    ),
+}
 
 
 def is_cuda(value) -> bool:

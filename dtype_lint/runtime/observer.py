@@ -61,7 +61,13 @@ def nonfinite_codes(op: str) -> tuple[str, ...]:
     return ("DTL503", "DTL505", "DTL507") + _CONTEXT_CODES
 
 
-WATCHED = COMBINING_OPS | OVERFLOW_OPS | emulation.CUDA_FP32_OPS | {"cuda", "to", "pin_memory"}
+WATCHED = (
+    COMBINING_OPS
+    | OVERFLOW_OPS
+    | emulation.CUDA_FP32_OPS
+    | set(emulation.CUDA_AUTOCAST_ERRORS)
+    | {"cuda", "to", "pin_memory"}
+)
 
 # Files whose frames sit between the user and the mode: Python wrappers that re-dispatch.
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -130,12 +136,11 @@ class Observer(TorchFunctionMode):
             args, kwargs, shortcut = emulation.map_cuda_call(name, args, kwargs)
             if shortcut is not emulation._NOT_HANDLED:
                 return shortcut
-            if (
-                self.state.cuda_autocast_depth
-                and name in emulation.CUDA_FP32_OPS
-                and torch.is_autocast_enabled("cpu")
-            ):
-                args, kwargs = emulation.upcast_for_cuda_policy(args, kwargs)
+            if self.state.cuda_autocast_depth and torch.is_autocast_enabled("cpu"):
+                if name in emulation.CUDA_FP32_OPS:
+                    args, kwargs = emulation.upcast_for_cuda_policy(args, kwargs)
+                elif name in emulation.CUDA_AUTOCAST_ERRORS:
+                    raise RuntimeError(emulation.CUDA_AUTOCAST_ERRORS[name])
         caller = None
         if name in COMBINING_OPS:
             dtypes = _float_dtypes(args)

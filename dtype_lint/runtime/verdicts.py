@@ -27,6 +27,8 @@ CUDA_ONLY = {
     "DTL603": "8/4-bit quantized models need CUDA (bitsandbytes)",
     "DTL701": "TF32 changes numerics only on Ampere+ GPUs",
 }
+# ... except where the CPU emulation of CUDA reproduces the GPU's behaviour itself.
+EMULATED = frozenset({"DTL207"})
 
 
 @dataclasses.dataclass
@@ -173,7 +175,7 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
         ran = any(_in_range(finding, path, line) for path, line in reached)
         if matched:
             verdicts.append(Verdict(finding, CONFIRMED, matched))
-        elif finding.code in CUDA_ONLY and not summary.cuda:
+        elif finding.code in CUDA_ONLY and not summary.cuda and not (summary.emulated and finding.code in EMULATED):
             note = CUDA_ONLY[finding.code] + ("" if ran else "; the line never ran")
             verdicts.append(Verdict(finding, NEEDS_GPU, [], note))
         elif ran:
