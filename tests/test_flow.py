@@ -341,3 +341,45 @@ def test_never_imports_torch_and_is_deterministic_across_hash_seeds(tmp_path):
     assert len(outputs) == 1
     (out,) = outputs
     assert "m module float32 or float16 or bfloat16 or float64" in out
+
+
+def test_argmax_of_an_unknown_receiver_is_only_a_hint_where_numpy_is_used():
+    with_numpy = Probe(
+        """
+        import numpy as np
+        import torch
+        def compute_metrics(eval_pred):
+            preds = eval_pred.predictions.argmax(-1)
+            ok = preds == eval_pred.label_ids
+            return ok
+        """
+    )
+    assert not with_numpy.value("ok", 7).certain
+    torch_only = Probe(
+        """
+        import torch
+        def accuracy(logits, labels):
+            ok = logits.argmax(-1) == labels
+            return ok
+        """
+    )
+    assert torch_only.value("ok", 5).dtype == "bool"
+
+
+def test_rules_stay_silent_on_hf_compute_metrics_with_numpy():
+    from dtype_lint.config import Settings
+    from dtype_lint.engine import check_text
+    from dtype_lint.findings import Confidence
+
+    source = textwrap.dedent(
+        """
+        import numpy as np
+        import torch
+
+        def compute_metrics(eval_pred):
+            predictions = eval_pred.predictions.argmax(-1)
+            return {"accuracy": (predictions == eval_pred.label_ids).mean()}
+        """
+    )
+    report = check_text(source, "metrics.py", Settings(min_confidence=Confidence.MEDIUM))
+    assert [f.code for f in report.findings] == []

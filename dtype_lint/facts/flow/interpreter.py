@@ -1536,10 +1536,12 @@ class Interpreter:
             # An unknown model's parameters: dtype unknown, but loop variables are parameters.
             return Value(kind=PARAMS, target=key, info="named" if method == "named_parameters" else None)
         if kind is None and method in ("argmax", "argmin", "argsort"):
-            # ``dim=`` is torch's spelling, ``axis=`` NumPy's; without either it is only a hint.
+            # ``dim=`` is torch's spelling, ``axis=`` NumPy's; without either, in a file that uses
+            # NumPy, the receiver may be an array: only a hint then.
             if _arg(node, "axis") is not None:
                 return make(NUMPY, (INT,), self.origin(node))
-            return make(TENSOR, (INT,), self.origin(node)).replace(partial=_arg(node, "dim") is None)
+            ambiguous = _arg(node, "dim") is None and self.names.is_imported("numpy")
+            return make(TENSOR, (INT,), self.origin(node)).replace(partial=ambiguous)
         if kind is None and method in lib.TENSOR_INT_METHODS and not node.args:
             return make(TENSOR, (lib.TENSOR_INT_METHODS[method],), self.origin(node))
         if kind is None and method in ("numpy",):
