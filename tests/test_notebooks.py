@@ -204,3 +204,9 @@ def test_any_notebook_round_trips_and_never_crashes(sources, indent, ascii_only)
     assert report.internal_errors == []
     for finding in report.findings:
         assert finding.cell is not None and 1 <= finding.cell <= len(cells)
+
+
+def test_top_level_await_is_notebook_python(tmp_path):
+    # IPython runs top-level ``await``; it must not make the notebook "uncheckable".
+    content = notebook(cell("import torch\nbatch = await loader.next()\ns = torch.cuda.amp.GradScaler()"))
+    assert json_findings(tmp_path, "nb.ipynb", content) == [("DTL201", 1, 3, 5)]
