@@ -16,7 +16,7 @@ import pytest
 
 from dtype_lint.config import Settings
 from dtype_lint.findings import Fix, Safety
-from dtype_lint.fixer import FixOptions, fix_bytes, fix_file, fix_text
+from dtype_lint.fixer import FixOptions, fix_bytes, fix_file, fix_files, fix_text
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import REGISTRY, Rule
 from dtype_lint.rules.deprecated_api import DeprecatedAmpApi
@@ -377,3 +377,22 @@ def test_a_file_changed_while_being_fixed_is_not_overwritten(tmp_path, monkeypat
     assert "changed while it was being fixed" in result.failure and not result.written
     assert path.read_text() == edited
     assert sorted(os.listdir(tmp_path)) == ["train.py"]
+
+
+def test_files_are_fixed_in_worker_processes(extra_rule, tmp_path):
+    # The rule writes the id of the process that checked the file into its message.
+    def no_fix(rule: Rule, node: cst.Call) -> None:
+        return None
+
+    rule = _test_rule(extra_rule, "DTL998", "where_am_i", no_fix)
+    original_report = rule.report
+    rule.report = lambda self, node, message, **kw: original_report(self, node, f"pid {os.getpid()}", **kw)
+    files = []
+    for index in range(10):
+        path = tmp_path / f"train_{index}.py"
+        path.write_text(TRAIN + "where_am_i()\n")
+        files.append((str(path), str(path)))
+    results = fix_files(files, SETTINGS, FixOptions(), jobs=2)
+    assert all(path.read_text() == TRAIN_FIXED + "where_am_i()\n" for path in tmp_path.iterdir())
+    pids = {finding.message for result in results for finding in result.remaining}
+    assert len(results) == 10 and f"pid {os.getpid()}" not in pids and pids
