@@ -6,6 +6,7 @@ from typing import TextIO
 
 from dtype_lint.findings import Finding, Safety
 from dtype_lint.report import all_findings
+from dtype_lint.report.sources import source_line
 
 
 def location(finding: Finding) -> str:
@@ -20,9 +21,9 @@ def headline(finding: Finding) -> str:
 
 
 def _source_excerpt(finding: Finding, lines: list[str] | None) -> list[str]:
-    if not lines or not 1 <= finding.line <= len(lines):
+    text = source_line(lines, finding, finding.line)
+    if text is None:
         return []
-    text = lines[finding.line - 1].expandtabs(4) if "\t" in lines[finding.line - 1] else lines[finding.line - 1]
     number = str(finding.line)
     gutter = " " * len(number)
     end = finding.end_column if finding.end_line == finding.line else len(text) + 1
@@ -54,8 +55,7 @@ def render(reports, out: TextIO) -> None:
     findings = all_findings(reports)
     for finding in findings:
         out.write(headline(finding) + "\n")
-        if finding.cell is None:
-            for line in _source_excerpt(finding, lines_by_path.get(finding.path)):
-                out.write(line + "\n")
+        for line in _source_excerpt(finding, lines_by_path.get(finding.path)):
+            out.write(line + "\n")
     for line in summary(findings):
         out.write(line + "\n")
