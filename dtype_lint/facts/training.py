@@ -43,17 +43,50 @@ PEFT_CALLS = (
 )
 
 
+# Fields that only ever hold whitespace, punctuation or comments: never worth descending into.
+_SKIPPED_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "dot", "semicolon", "leading_lines", "lines_after_decorators", "header",
+    "footer", "equal", "colon", "whitespace", "newline", "trailing_whitespace", "asynchronous",
+})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = tuple(
+            name for name in kind.__dataclass_fields__
+            if name not in _SKIPPED_FIELDS and not name.startswith("whitespace")
+        )
+        _FIELDS[kind] = fields
+    return fields
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntax children of ``node`` (no whitespace or punctuation), read from its fields.
+
+    Much cheaper than ``node.children``, which rebuilds the node through a visitor; the order is
+    the fields' order, which is source order except that decorators come after a def's body.
+    """
+    found: list[cst.CSTNode] = []
+    for name in _node_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
 def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:
-    """``node`` and its descendants in source order; nested defs/classes/lambdas skipped unless asked."""
+    """``node`` and its descendants, pre-order; nested defs/classes/lambdas skipped unless asked."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        children = list(current.children)
-        if not into_definitions and current is not node:
-            if isinstance(current, DEFINITIONS):
-                continue
-        stack.extend(reversed(children))
+        if not into_definitions and current is not node and isinstance(current, DEFINITIONS):
+            continue
+        stack.extend(reversed(child_nodes(current)))
 
 
 def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.Call]:

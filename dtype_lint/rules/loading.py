@@ -162,6 +162,9 @@ class QuantizedFullFinetune(Rule):
         "out = model.generate(**inputs)\n",
         "from transformers import AutoModelForCausalLM\nimport torch\nmodel = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=False)\n"
         "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)\n",
+        "import torch\nfrom transformers import AutoModelForCausalLM\ndef test_prepare_int8():\n"
+        "    model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)\n    accelerator.prepare(model)\n"
+        "def test_sgd():\n    model = torch.nn.Linear(2, 2)\n    sgd = torch.optim.SGD(model.parameters(), lr=0.1)\n",
     )
     invalid = (
         Invalid(
@@ -196,6 +199,10 @@ class QuantizedFullFinetune(Rule):
             if trained not in quantized:
                 continue
             load, reason = quantized[trained]
+            # The same variable in another function (a test suite's ``model``) is another model.
+            same_scope = self.ctx.enclosing(load, cst.FunctionDef) is self.ctx.enclosing(call, cst.FunctionDef)
+            if not same_scope or self.ctx.position(load).start.line > self.ctx.position(call).start.line:
+                continue
             line = self.ctx.position(load).start.line
             what = f"`{call_name(call)}`"
             message = (
