@@ -60,17 +60,64 @@ def might_match(text: str, rules: list[type[Rule]]) -> bool:
     return any(not rule.triggers or any(t in text for t in rule.triggers) for rule in rules)
 
 
-def _syntax_error(text: str, path: str) -> tuple[str, int, int] | None:
-    """Cheap validity check for files the prefilter lets skip libcst."""
+def _syntax_error(text: str, path: str, *, before_libcst: bool = False) -> tuple[str, int, int] | None:
+    """CPython's own verdict on the file (a file Python refuses to compile gets DTL001).
+
+    Before a libcst parse it also refuses expressions nested deeper than libcst survives: its
+    native parser overflows the C stack on them, which kills the process instead of raising.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(text, filename=path)
+            tree = ast.parse(text, filename=path)
     except SyntaxError as error:
         return (f"syntax error: {error.msg}", error.lineno or 1, (error.offset or 1))
     except (ValueError, RecursionError, MemoryError) as error:
         return (f"cannot parse: {type(error).__name__}", 1, 1)
+    if before_libcst:
+        deep = _too_deep(tree, text)
+        if deep is not None:
+            return (f"expression nested too deeply to analyse (depth over {MAX_EXPRESSION_DEPTH})", deep.lineno, deep.col_offset + 1)
     return None
+
+
+# libcst's Python side hits the recursion limit near depth 300-500 (reported as DTL001 anyway);
+# its native parser segfaults somewhere past 1000-3000. Refuse in between.
+MAX_EXPRESSION_DEPTH = 800
+# An expression shorter than this many characters cannot be nested that deep.
+_SHORT_EXPRESSION = 2 * MAX_EXPRESSION_DEPTH
+
+
+def _too_deep(tree: ast.Module, text: str) -> ast.AST | None:
+    """The first long expression nested deeper than MAX_EXPRESSION_DEPTH (cheap: only long ones are walked)."""
+    lines: list[str] | None = None
+    containers: list[ast.AST] = [tree]
+    while containers:
+        container = containers.pop()
+        for child in ast.iter_child_nodes(container):
+            # Statements, and nodes without a position (arguments, withitem, comprehension), hold
+            # the expressions to measure.
+            if isinstance(child, ast.stmt) or getattr(child, "end_lineno", None) is None:
+                containers.append(child)
+                continue
+            if child.end_lineno == child.lineno:
+                length = (child.end_col_offset or 0) - child.col_offset
+            else:
+                lines = lines if lines is not None else text.split("\n")
+                length = sum(len(line) for line in lines[child.lineno - 1: child.end_lineno])
+            if length >= _SHORT_EXPRESSION and _depth_exceeds(child, MAX_EXPRESSION_DEPTH):
+                return child
+    return None
+
+
+def _depth_exceeds(node: ast.AST, limit: int) -> bool:
+    stack = [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+    return False
 
 
 def check_text(
@@ -83,9 +130,12 @@ def check_text(
     rules = enabled_rules(settings, path)
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
-    if prefilter and not might_match(text, rules):
-        problem = _syntax_error(text, path) if want_parse_errors else None
-        if problem:
+    skip_libcst = prefilter and not might_match(text, rules)
+    if skip_libcst and not want_parse_errors:
+        return _finish(path, text, findings, [], settings)
+    problem = _syntax_error(text, path, before_libcst=not skip_libcst)
+    if problem or skip_libcst:
+        if problem and want_parse_errors:
             findings.append(_parse_error(path, *problem))
         return _finish(path, text, findings, [], settings)
     try:
