@@ -124,9 +124,10 @@ def model_dtype_expression(ctx, module_node: cst.BaseExpression, module: Value) 
 class LowpModelFp32Input(Rule):
     """## What it does
     Flags a call of a module that was cast to float16/bfloat16 (`model.half()`,
-    `model.to(torch.bfloat16)`, `from_pretrained(..., torch_dtype=torch.float16)`) on a tensor the
-    dtype flow knows is float32 (a factory without `dtype=`, `.float()`, an image processor's
-    `pixel_values`), outside any autocast region.
+    `model.to(torch.bfloat16)`, `dtype=` on a torch.nn layer) on a tensor the dtype flow knows is
+    float32 (a factory without `dtype=`, `.float()`, a float32 helper's result), outside any
+    autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
+    confidence only: many of them cast their inputs (ViT casts `pixel_values`).
 
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
@@ -175,7 +176,9 @@ class LowpModelFp32Input(Rule):
             fixed="import torch\nnet = torch.nn.Conv2d(3, 8, 3).to('cuda', torch.bfloat16)\nimg = torch.rand(1, 3, 32, 32)\nnet(img.to(next(net.parameters()).dtype))\n",
         ),
         Invalid(
-            "import torch\nfrom transformers import AutoModel, AutoProcessor\nmodel = AutoModel.from_pretrained('m', torch_dtype=torch.float16)\nprocessor = AutoProcessor.from_pretrained('m')\ninputs = processor(images=image, return_tensors='pt')\nmodel(**inputs)\n"
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(4, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+            "net = Net()\nif args.fp16:\n    net.half()\nnet(torch.ones(1, 4))\n"
         ),
     )
 
@@ -190,27 +193,32 @@ class LowpModelFp32Input(Rule):
             return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         for arg in arguments(node):
+            if arg.star:
+                continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
             value = flow.value_of(arg.value)
-            if value is None:
-                continue
-            if arg.star == "**" or value.kind == "batch":
-                element = value.element if value.kind == "batch" else None
-                if element is None or element.dtype != FP32:
-                    continue
-                self._flag(node, module, module_node, arg, element, low, fixable=False)
-                return
-            if value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
+            if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
                 self._flag(node, module, module_node, arg, value, low, fixable=True)
                 return
+
+    @staticmethod
+    def _own_or_torch(module: Value) -> bool:
+        """A torch.nn layer, a torchvision/timm model, or a class defined in this file."""
+        info = module.info if isinstance(module.info, str) else ""
+        return info.startswith(("torch.nn", "torchvision.", "timm.")) or (bool(info) and "." not in info and not (
+            info.startswith(("Auto", "UNet", "Autoencoder")) or "Model" in info or "Pipeline" in info
+        ))
 
     def _flag(self, node, module, module_node, arg, value, low, fixable) -> None:
         name = code(self.ctx, module_node)
         argument = code(self.ctx, arg.value)
-        if arg.star == "**":
-            argument = f"{argument}['pixel_values']"
-        hf = isinstance(module.info, str) and not module.info.startswith("torch.") and not is_torch_layer(module)
-        if module.certain:
-            confidence = Confidence.MEDIUM if hf and arg.star == "**" else Confidence.HIGH
+        if not module.info:
+            # A model built elsewhere (``attempt_load(weights)``): it may cast its own inputs.
+            confidence = Confidence.MEDIUM
+        elif not self._own_or_torch(module):
+            # transformers/diffusers models often cast their inputs (ViT casts pixel_values).
+            confidence = Confidence.LOW
+        elif module.certain:
+            confidence = Confidence.HIGH
         else:
             confidence = Confidence.MEDIUM
         message = (
@@ -690,7 +698,10 @@ class NumpyFloat64Leak(Rule):
             f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if module.dtype == FP32 else 'Half' if module.dtype == FP16 else 'BFloat16'}",
-            confidence=Confidence.HIGH if is_torch_layer(module) or "." not in str(module.info) else Confidence.MEDIUM,
+            confidence=(
+                Confidence.HIGH if LowpModelFp32Input._own_or_torch(module)
+                else Confidence.LOW if module.info else Confidence.MEDIUM
+            ),
             fix=fix,
         )
 
