@@ -98,9 +98,18 @@ class Tf32LegacyFlags(Rule):
             "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nif torch.backends.cudnn.allow_tf32:\n    pass\n"
         ),
     )
+    valid = valid + (
+        # Saving and restoring: only the writes to the flag itself are findings.
+        "import torch\ndef tf32_off():\n    old = torch.backends.cuda.matmul.allow_tf32\n    try:\n        yield\n"
+        "    finally:\n        old = None\n",
+    )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
+            # An attribute spelled out (``old = torch.backends.cudnn.allow_tf32`` makes ``old`` an
+            # alias in the import table; assigning ``old`` later is not a flag write).
+            if not (isinstance(target.target, cst.Attribute) and target.target.attr.value == "allow_tf32"):
+                continue
             qualified = self.ctx.names.matches(target.target, *LEGACY_TF32)
             if qualified is None:
                 continue
@@ -158,7 +167,8 @@ class Tf32LegacyFlags(Rule):
         class Counter(cst.CSTVisitor):
             def visit_Assign(self, node: cst.Assign) -> None:
                 nonlocal count
-                if len(node.targets) == 1 and names.matches(node.targets[0].target, *LEGACY_TF32):
+                target = node.targets[0].target if len(node.targets) == 1 else None
+                if isinstance(target, cst.Attribute) and names.matches(target, *LEGACY_TF32):
                     if literal_bool(node.value) is not None:
                         count += 1
 
@@ -378,6 +388,10 @@ class AnomalyModeLeftOn(Rule):
             "import torch as T\nif __name__ == '__main__':\n    T.autograd.set_detect_anomaly(mode=True)\n    main()\n"
         ),
     )
+    valid = valid + (
+        "import torch\nclass Tracer:\n    def __enter__(self):\n"
+        "        self.anomaly = torch.autograd.set_detect_anomaly(True, check_nan=False)\n        self.anomaly.__enter__()\n",
+    )
 
     def _excused(self) -> bool:
         """Under a debug-style ``if``, in a test/debug function or in a test file."""
@@ -394,17 +408,19 @@ class AnomalyModeLeftOn(Rule):
         argument = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "mode"), None)
         return literal_bool(argument) is True
 
-    def _in_with_item(self, node: cst.Call) -> bool:
-        return bool(self.ctx.ancestors) and isinstance(self.ctx.ancestors[-1], cst.WithItem)
+    def _is_statement(self, node: cst.Call) -> bool:
+        return bool(self.ctx.ancestors) and isinstance(self.ctx.ancestors[-1], cst.Expr)
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.ctx.names
         if names.matches(node.func, *ANOMALY_SETTERS):
-            if self._in_with_item(node) or not self._enables(node) or self._excused():
+            # Only the statement form switches it on for good; a kept result is a context
+            # manager entered (and left) by hand, as torch's own DebugMode does.
+            if not self._is_statement(node) or not self._enables(node) or self._excused():
                 return
             where = "at module level" if not any(isinstance(a, SCOPES) for a in self.ctx.ancestors) else "here"
             message = (
-                f"`{self.ctx.code_for(node)}` {where} keeps autograd anomaly detection on for every step "
+                f"`{self.ctx.code_for(node.func)}(True)` {where} keeps autograd anomaly detection on for every step "
                 "(several times slower): put it behind a debug flag"
             )
             self.report(node, message, confidence=Confidence.MEDIUM)
