@@ -9,6 +9,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import (
     call_name,
     calls_in,
@@ -80,6 +81,7 @@ class AutocastDeviceMismatch(Rule):
         "import torch\ndevice = torch.device('cuda')\nmodel.to(device)\nwith torch.autocast('cuda', dtype=torch.float16):\n    out = model(x)\n",
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nwith torch.autocast(device.type):\n    out = model(x)\n",
         "import torch\nmodel = model.to('cpu')\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    out = model(x)\n",
+        "import torch\nmodel.to(args.device)\nwith torch.autocast('cuda'):\n    out = model(x)\npreds = out.to('cpu')\n",
     )
     invalid = (
         Invalid("import torch\nwith torch.autocast('gpu', dtype=torch.float16):\n    out = model(x)\n"),
@@ -89,6 +91,9 @@ class AutocastDeviceMismatch(Rule):
         ),
         Invalid(
             "import torch\nmodel = Net().cuda()\nx = x.to('cuda')\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    out = model(x)\n"
+        ),
+        Invalid(
+            "import torch\ndevice = 'cpu'\nmodel.to(device)\nwith torch.autocast('cuda'):\n    out = model(x.to(device))\npreds = out.to('cpu')\n"
         ),
     )
 
@@ -158,11 +163,14 @@ class AutocastDeviceMismatch(Rule):
                 if expr is None:
                     continue
                 value = string_value(expr)
+                if value is not None and value.startswith("cpu") and name == "to" and not is_device:
+                    continue  # ``out.to("cpu")`` fetches results; it says nothing about where the model runs
                 choices = {value} if value is not None else facts.string_choices(expr)
                 bases = {choice.split(":")[0] for choice in choices}
+                text = dotted_name(expr) or ""
                 if len(bases) == 1 and bases <= {"cpu", "cuda"}:
                     found.setdefault(next(iter(bases)), []).append(_line(self.ctx, call))
-                elif bases or is_device or expr is not positional(call, 0):
+                elif bases or is_device or expr is not positional(call, 0) or re.search(r"device|rank|gpu", text):
                     # A run-time device (``args.device``, "auto", a mix): nothing is certain.
                     unsure = True
         result = {} if unsure else found
