@@ -289,7 +289,8 @@ class Bf16Unchecked(Rule):
         if name == "Accelerator" and precision == "bf16" and not is_true(keyword(call, "cpu")):
             return call, "`Accelerator(mixed_precision=\"bf16\")` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
         precision = string_value(keyword(call, "precision"))
-        if name in ("Trainer", "Fabric") and precision is not None and precision.startswith("bf16"):
+        on_cpu = string_value(keyword(call, "accelerator")) == "cpu"
+        if name in ("Trainer", "Fabric") and precision is not None and precision.startswith("bf16") and not on_cpu:
             return call, f"Lightning `{name}(precision={precision!r})` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
         if name == "from_pretrained":
             for key in ("dtype", "torch_dtype"):
