@@ -383,3 +383,65 @@ def test_rules_stay_silent_on_hf_compute_metrics_with_numpy():
     )
     report = check_text(source, "metrics.py", Settings(min_confidence=Confidence.MEDIUM))
     assert [f.code for f in report.findings] == []
+
+
+def test_set_default_dtype_changes_factory_and_layer_defaults():
+    p = Probe(
+        """
+        import torch
+        a = torch.zeros(2)
+        torch.set_default_dtype(torch.float64)
+        b = torch.zeros(2)
+        layer = torch.nn.Linear(2, 2)
+        print(a, b, layer)
+        """
+    )
+    assert p.value("a", 7).dtype == "fp32"
+    assert p.value("b", 7).dtype == "fp64"
+    assert p.value("layer", 7).dtype == "fp64"
+
+
+def test_helper_called_with_different_dtypes_records_the_join():
+    p = Probe(
+        """
+        import torch
+        def run(model, x):
+            return model(x)
+        run(torch.nn.Linear(2, 2).half(), torch.randn(1, 2).half())
+        run(torch.nn.Linear(2, 2), torch.randn(1, 2))
+        """
+    )
+    assert p.value("model", 4).dtypes == {"fp16", "fp32"}
+    assert p.value("x", 4).dtypes == {"fp16", "fp32"}
+    assert p.flow.summary(p.node("x", 4) and p.module.body[1]).calls == 2
+
+
+def test_recursion_and_deep_call_chains_terminate():
+    p = Probe(
+        """
+        import torch
+        def f(x, n):
+            if n == 0:
+                return x.half()
+            return f(x, n - 1)
+        y = f(torch.randn(2), 10)
+        """
+    )
+    value = p.value("y", 7) if p.value("y", 7) is not None else None
+    assert value is None or "fp16" in value.dtypes
+
+
+def test_cast_records_carry_before_values_and_order():
+    p = Probe(
+        """
+        import torch
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            model.half()
+        """
+    )
+    (cast,) = p.flow.casts_of("model")
+    assert cast.in_place and cast.dtypes == {"fp16"}
+    assert cast.before.dtypes == {"fp32", "fp16"}  # first pass fp32, later passes fp16
+    assert p.flow.optimizers[0].order < cast.order
