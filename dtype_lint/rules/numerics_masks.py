@@ -82,7 +82,10 @@ class OverflowLiteral(Rule):
     Unsafe: the literal becomes `torch.finfo(<tensor>.dtype).min` (or `.max` for a positive
     literal), which changes the value in float32 too (-3.4e38 instead of -1e9). Masks filled
     with the dtype's minimum must not then be *added* together (see DTL502). The fix is offered
-    only when the literal is written at the call and the tensor is a plain name or attribute.
+    for fills and `torch.where` (not for arithmetic, where the right bound depends on intent),
+    when the literal is written at the call and the tensor is a plain name or attribute.
+    Confidence is high when the tensor is float16 on every path, medium when only some paths
+    (or a union such as `torch.float16 if args.fp16 else torch.float32`) make it float16.
     """
 
     code = "DTL501"

@@ -365,7 +365,8 @@ class FactoryDefaultDtype(Rule):
     ## Fix safety
     Unsafe: it adds `dtype=<other>.dtype` to the factory, so the factory's values are drawn or
     rounded in the low-precision dtype (random streams differ). Offered when the other operand
-    is a plain name or attribute and the factory has arguments.
+    is a plain name or attribute already in scope at the factory. Confidence is high when the
+    other tensor is low precision on every path, medium for a union.
     """
 
     code = "DTL508"
