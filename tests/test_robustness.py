@@ -1,0 +1,289 @@
+"""No input makes the checker fail: generated programs, damaged real files, odd encodings.
+
+The contract: ``check`` never raises and never reports an internal error for anything a file
+contains; a file Python cannot compile gets DTL001; the process exits 0 or 1, never 2, never a
+traceback. A rule that does break is reported with its code and the file, and nothing else stops.
+"""
+
+import ast
+import codecs
+import json
+import random
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import hypothesmith
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import FIXTURES, ROOT, run_cli
+from dtype_lint.config import Settings
+from dtype_lint.engine import PARSE_ERROR, check_bytes, check_files, check_text
+from dtype_lint.findings import Confidence
+
+CORPUS_SAMPLE = ROOT / "tests" / "data" / "corpus_sample"
+SEEDS = sorted(FIXTURES.rglob("*.py"))[:12] + sorted(CORPUS_SAMPLE.glob("*.py"))[:6]
+# Generated and mutated programs are full of things CPython warns about ("'int' is not callable").
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+BOUNDED = settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+
+
+def python_refuses(data: bytes) -> bool:
+    """Would CPython refuse to parse this file?"""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return False
+
+
+def check_all_ways(data: bytes, name: str = "mutant.py"):
+    """Check with and without the prefilter; both must be clean of internal errors."""
+    reports = [check_bytes(data, name, Settings(), prefilter=prefilter) for prefilter in (True, False)]
+    for report in reports:
+        assert not report.internal_errors, report.internal_errors
+        for finding in report.findings:
+            assert finding.line >= 1 and finding.column >= 1
+    return reports
+
+
+def assert_contract(data: bytes, name: str = "mutant.py") -> None:
+    reports = check_all_ways(data, name)
+    if b"\0" in data or python_refuses(data):
+        for report in reports:
+            assert PARSE_ERROR in {f.code for f in report.findings}, (name, data[:200])
+
+
+# -- generated programs --------------------------------------------------------------------------
+@BOUNDED
+@given(hypothesmith.from_grammar())
+def test_generated_programs_from_the_grammar(source):
+    assert_contract(source.encode("utf-8", "surrogatepass"))
+
+
+@BOUNDED
+@given(hypothesmith.from_node())
+def test_generated_syntax_trees(source):
+    assert_contract(source.encode("utf-8", "surrogatepass"))
+
+
+# -- mutations of real files ---------------------------------------------------------------------
+@BOUNDED
+@given(st.sampled_from(SEEDS), st.floats(0, 1))
+def test_truncated_files(path, fraction):
+    data = path.read_bytes()
+    assert_contract(data[: int(len(data) * fraction)], path.name)
+
+
+@BOUNDED
+@given(st.sampled_from(SEEDS), st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), min_size=1, max_size=8))
+def test_random_byte_flips(path, flips):
+    data = bytearray(path.read_bytes())
+    for where, value in flips:
+        data[min(int(where * len(data)), len(data) - 1)] = value
+    assert_contract(bytes(data), path.name)
+
+
+@BOUNDED
+@given(st.sampled_from(SEEDS), st.floats(0, 1), st.sampled_from(["\0", "\t", "\r", "\x0c", "\ufeff", "\u2028", "\\", "'''", "(", "])"]))
+def test_odd_characters_inserted(path, where, inserted):
+    text = path.read_text(encoding="utf-8")
+    at = int(where * len(text))
+    assert_contract((text[:at] + inserted + text[at:]).encode("utf-8"), path.name)
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=[p.name for p in SEEDS])
+def test_line_endings_indentation_and_encodings(path):
+    text = path.read_text(encoding="utf-8")
+    variants = {
+        "crlf": text.replace("\n", "\r\n").encode(),
+        "cr-only": text.replace("\n", "\r").encode(),
+        "tabs": text.replace("    ", "\t").encode(),
+        "mixed-tabs": text.replace("        ", "\t    ").encode(),
+        "bom": codecs.BOM_UTF8 + text.encode(),
+        "utf16-undeclared": text.encode("utf-16"),
+        "latin1-declared": ("# -*- coding: latin-1 -*-\n" + text).encode("latin-1", "replace"),
+        "bad-declaration": ("# -*- coding: klingon -*-\n" + text).encode(),
+        "no-final-newline": text.rstrip("\n").encode(),
+        "nul-early": b"\0" + text.encode(),
+        "nul-late": text.encode() + b"\nx = '\0'\n",
+    }
+    for name, data in variants.items():
+        assert_contract(data, f"{name}-{path.name}")
+
+
+def test_findings_survive_crlf_tabs_and_a_bom():
+    source = "import torch\nif True:\n    scaler = torch.cuda.amp.GradScaler()\n"
+    expected = [(f.code, f.line) for f in check_text(source, "a.py", Settings()).findings]
+    assert ("DTL201", 3) in expected
+    for data in (
+        source.replace("\n", "\r\n").encode(),
+        source.replace("    ", "\t").encode(),
+        codecs.BOM_UTF8 + source.encode(),
+        ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + source).encode("latin-1"),
+    ):
+        report = check_bytes(data, "a.py", Settings())
+        shift = 2 if data.startswith(b"# -*- coding") else 0
+        assert [(code, line + shift) for code, line in expected] == [(f.code, f.line) for f in report.findings]
+
+
+DEEP = {
+    "2000 nested parentheses": "x = " + "(" * 2000 + "1" + ")" * 2000 + "\n",
+    "2000 nested lists": "x = " + "[" * 2000 + "]" * 2000 + "\n",
+    "150 nested parentheses": "x = " + "(" * 150 + "torch.float16" + ")" * 150 + "\n",
+    "5000-term sum": "x = " + " + ".join(["a"] * 5000) + "\n",
+    "1000-term sum over lines": "x = (\n" + " +\n".join(["torch.float16"] * 1000) + "\n)\n",
+    "3000 chained conditionals": "x = " + "a if b else " * 3000 + "c\n",
+    "3000 implicit string parts": "x = " + " ".join(["'a'"] * 3000) + "\n",
+    "2000 unary minus": "x = " + "-" * 2000 + "1\n",
+    "1000 nested lambdas": "f = " + "lambda: " * 1000 + "1\n",
+    "99 nested blocks": "".join(" " * i + "if x:\n" for i in range(99)) + " " * 99 + "pass\n",
+    "200 nested blocks": "".join(" " * i + "if x:\n" for i in range(200)) + " " * 200 + "pass\n",
+    "huge integer": "x = " + "9" * 100_000 + "\n",
+    "huge float": "eps = 1e" + "9" * 5000 + "\n",
+    "huge string": "s = '" + "a" * 2_000_000 + "'\n",
+    "many lines": "x = torch.float16\n" * 20_000,
+    "10k-argument call": "f(" + ", ".join(["torch.float16"] * 10_000) + ")\n",
+    "long attribute chain": "x = torch" + ".a" * 3000 + "\n",
+    "long call chain": "x = model" + ".half()" * 2000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_pathological_shapes_in_a_subprocess(name, tmp_path):
+    """Deep nesting can overflow libcst's native parser (a segfault): run it as users do."""
+    path = tmp_path / "deep.py"
+    path.write_text("import torch\n" + DEEP[name] + "scaler = torch.cuda.amp.GradScaler()\n")
+    result = run_cli("check", "--format", "json", "--no-cache", "deep.py", cwd=tmp_path)
+    assert result.returncode in (0, 1), (result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    codes = {item["code"] for item in json.loads(result.stdout)}
+    if python_refuses(path.read_bytes()):
+        assert PARSE_ERROR in codes
+    else:  # either checked (the deprecated API below is found) or declared uncheckable
+        assert "DTL201" in codes or PARSE_ERROR in codes
+
+
+def test_mutants_through_the_cli_exit_0_or_1(tmp_path):
+    """A directory of damaged files, checked in parallel by the real CLI: no traceback, no exit 2."""
+    rng = random.Random(7)
+    for index, path in enumerate(SEEDS):
+        data = bytearray(path.read_bytes())
+        for _ in range(3):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        (tmp_path / f"flip{index}.py").write_bytes(bytes(data))
+        (tmp_path / f"cut{index}.py").write_bytes(path.read_bytes()[: rng.randrange(len(data))])
+    (tmp_path / "binary.py").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "utf16.py").write_bytes("import torch\nx = 1\n".encode("utf-16"))
+    for jobs in ("1", "2"):
+        result = run_cli("check", "--format", "json", "--no-cache", "--jobs", jobs, ".", cwd=tmp_path)
+        assert result.returncode in (0, 1), result.stderr[-3000:]
+        assert result.stderr == ""
+        by_path = {}
+        for item in json.loads(result.stdout):
+            by_path.setdefault(item["path"], set()).add(item["code"])
+        assert PARSE_ERROR in by_path["binary.py"] and PARSE_ERROR in by_path["utf16.py"]
+        for path in tmp_path.glob("*.py"):
+            if python_refuses(path.read_bytes()) or b"\0" in path.read_bytes():
+                assert PARSE_ERROR in by_path.get(path.name, set()), path.name
+
+
+# -- the corpus sample: real code nobody here wrote -------------------------------------------
+def test_corpus_sample_has_no_internal_errors_with_every_rule_at_low_confidence():
+    files = [(str(p), str(p)) for p in sorted(CORPUS_SAMPLE.glob("*.py"))]
+    assert len(files) >= 15
+    low = Settings(min_confidence=Confidence.LOW)
+    for prefilter in (True, False):
+        reports = check_files(files, low, jobs=1, prefilter=prefilter)
+        errors = [error for report in reports for error in report.internal_errors]
+        assert errors == []
+        assert not [f for r in reports for f in r.findings if f.code == PARSE_ERROR]
+
+
+def test_corpus_sample_through_the_cli():
+    result = run_cli("check", "--format", "json", "--no-cache", "--exit-zero", str(CORPUS_SAMPLE))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    json.loads(result.stdout)
+
+
+# -- a broken rule ----------------------------------------------------------------------------
+BROKEN_RULE = textwrap.dedent(
+    '''
+    import sys
+    import libcst as cst
+    from dtype_lint.rules import all_rules
+    from dtype_lint.rules.base import Rule
+
+    all_rules()  # register the real rules first
+
+    class Broken(Rule):
+        """A rule that fails on one file."""
+        code = "DTL999"
+        name = "broken-on-purpose"
+        triggers = ("import",)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if self.ctx.path.endswith("victim.py"):
+                raise KeyError("boom")
+
+    from dtype_lint.cli import main
+    sys.exit(main(sys.argv[1:]))
+    '''
+)
+DEFECT = "import torch\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    pass\n"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_internal_error_in_one_rule_is_reported_and_the_rest_still_runs(tmp_path, jobs):
+    (tmp_path / "victim.py").write_text(DEFECT)
+    for index in range(9):  # enough files for the process pool
+        (tmp_path / f"other{index}.py").write_text(DEFECT)
+    script = tmp_path / "with_broken_rule.py"
+    script.write_text(BROKEN_RULE)
+    result = subprocess.run(
+        [sys.executable, str(script), "check", "--format", "json", "--no-cache", "--jobs", jobs, "."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "internal error" in line]
+    assert len(errors) == 1, result.stderr
+    assert "victim.py" in errors[0] and "DTL999" in errors[0] and "KeyError" in errors[0]
+    findings = json.loads(result.stdout)
+    paths_with_dtl201 = {item["path"] for item in findings if item["code"] == "DTL201"}
+    assert paths_with_dtl201 == {"victim.py", *(f"other{i}.py" for i in range(9))}
+    assert not [item for item in findings if item["code"] == "DTL999"]
+
+
+def test_internal_error_in_process(monkeypatch):
+    from dtype_lint.rules import all_rules
+    from dtype_lint.rules.base import REGISTRY, Rule
+
+    all_rules()
+    try:
+        class Exploding(Rule):
+            """Fails on every call."""
+
+            code = "DTL998"
+            name = "exploding"
+            triggers = ("torch",)
+
+            def visit_Call(self, node):
+                raise RuntimeError("kaboom")
+
+        report = check_text(DEFECT, "x.py", Settings())
+    finally:
+        REGISTRY.pop("DTL998", None)
+    assert len(report.internal_errors) == 1
+    assert "x.py" in report.internal_errors[0] and "DTL998" in report.internal_errors[0]
+    assert "kaboom" in report.internal_errors[0]
+    assert "DTL201" in {f.code for f in report.findings}
