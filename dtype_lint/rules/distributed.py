@@ -185,7 +185,7 @@ class RankDependentDtype(Rule):
                         casted[target] = child.value
         if not casted:
             return
-        parent = self.ctx.parent(node)
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
         siblings = list(getattr(parent, "body", ()))
         if node not in siblings:
             return
@@ -207,11 +207,12 @@ class RankDependentDtype(Rule):
                     return
 
     def _in_loop(self, node: cst.CSTNode) -> bool:
-        current = self.ctx.parent(node)
-        while current is not None and not isinstance(current, DEFINITIONS):
-            if isinstance(current, LOOPS):
+        # The traversal's ancestor stack: no parent map needed (it costs a whole extra pass).
+        for ancestor in reversed(self.ctx.ancestors):
+            if isinstance(ancestor, DEFINITIONS):
+                return False
+            if isinstance(ancestor, LOOPS):
                 return True
-            current = self.ctx.parent(current)
         return False
 
 

@@ -10,7 +10,16 @@ import libcst as cst
 from dtype_lint.facts.amp import dtype_literal, literal_bool
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Kind
-from dtype_lint.facts.training import call_name, is_true, keyword, positional, string_value, training_facts, walk
+from dtype_lint.facts.training import (
+    call_name,
+    child_nodes,
+    is_true,
+    keyword,
+    positional,
+    string_value,
+    training_facts,
+    walk,
+)
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -387,6 +396,9 @@ class ScalerAccumulation(Rule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        text = self.ctx.text
+        if "%" not in text and "accum" not in text and "sync_gradients" not in text:
+            return  # no accumulation boundary to split across
         scaler_facts = self.ctx.scaler
         kinds = (Kind.STEP, Kind.UPDATE, Kind.UNSCALE)
         reported: set[int] = set()
@@ -445,15 +457,17 @@ LOW_PRECISION_HINT = re.compile(r"autocast|half|float16|fp16|bf16|precision|mixe
 def mentions_low_precision(ctx) -> bool:
     """Any identifier or string (docstrings and comments aside) that hints at low precision;
     ``torch.amp`` / ``torch.cuda.amp`` themselves are module paths, not hints."""
-    for node in walk(ctx.module, into_definitions=True):
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(ctx.module, None)]
+    while stack:
+        node, parent = stack.pop()
+        stack.extend((child, node) for child in child_nodes(node))
         if isinstance(node, cst.Name):
-            parent = ctx.parent(node)
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue  # seen as the Attribute
             text = node.value
         elif isinstance(node, cst.Attribute):
             text = node.attr.value
-        elif isinstance(node, cst.SimpleString) and not isinstance(ctx.parent(node), cst.Expr):
+        elif isinstance(node, cst.SimpleString) and not isinstance(parent, cst.Expr):
             text = string_value(node) or ""
         else:
             continue
