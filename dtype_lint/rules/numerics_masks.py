@@ -203,9 +203,14 @@ class OverflowLiteral(Rule):
                 effect = f"becomes {'-' if found.value < 0 else ''}inf"
         else:
             effect = f"overflows to {'-' if found.value < 0 else ''}inf"
+        # a factory given ``dtype=torch.float16`` needs no "since": the literal is the origin
+        literal_dtype = dtype_literal(self.ctx.names, _dtype_argument(call)) if site.tensor is None else None
+        if literal_dtype is not None:
+            dtype_words = f"the new tensor is {literal_dtype} ({described})"
+        else:
+            dtype_words = f"{described} is {explain(value, FP16)}"
         message = (
-            f"`{literal}`{written} is beyond float16's range (max 65504): {described} is "
-            f"{explain(value, FP16)}; the value {effect}. Use "
+            f"`{literal}`{written} is beyond float16's range (max 65504): {dtype_words}; the value {effect}. Use "
             f"`torch.finfo(<tensor>.dtype).{'min' if found.value < 0 else 'max'}`"
         )
         self.report(site.value, message, confidence=confidence, fix=self._fix(site, found, call))
@@ -221,7 +226,7 @@ class OverflowLiteral(Rule):
                     value = self.ctx.flow.value_of(call)
                 if (value is None or not value.dtypes) and literal == "float16":
                     value = _literal_fp16(self.ctx, dtype.value)
-                return value, f"`{self.ctx.code_for(dtype.value)}`"
+                return value, f"`dtype={self.ctx.code_for(dtype.value).strip()}`"
             return self.ctx.flow.value_of(call), "the new tensor"
         value = self.ctx.flow.value_of(site.tensor)
         if (value is None or not value.dtypes) and call is not None:
@@ -248,6 +253,11 @@ class OverflowLiteral(Rule):
         content = f"{name}.finfo({reference}).{bound}"
         edits = (*import_edits, self.replace(site.value, content))
         return Fix(Safety.UNSAFE, edits, f"use torch.finfo(...).{bound}")
+
+
+def _dtype_argument(call: cst.Call | None) -> cst.BaseExpression | None:
+    found = argument(call, "dtype", None) if call is not None else None
+    return found.value if found is not None else None
 
 
 def _is_tensor(ctx, expr: cst.BaseExpression) -> bool:
