@@ -335,6 +335,7 @@ class Fp16TrainableParams(Rule):
 
 # An accumulation boundary: ``if (step + 1) % accum_steps == 0`` or accelerate's sync flag.
 BOUNDARY_WORDS = re.compile(r"accum|sync_gradients")
+ACCUMULATION_HINT = re.compile(r"accum|sync_gradients|%[^\n%]*==\s*0")
 
 
 class ScalerAccumulation(Rule):
@@ -396,9 +397,8 @@ class ScalerAccumulation(Rule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        text = self.ctx.text
-        if "%" not in text and "accum" not in text and "sync_gradients" not in text:
-            return  # no accumulation boundary to split across
+        if not ACCUMULATION_HINT.search(self.ctx.text):
+            return  # no accumulation boundary to split across: spare the scaler facts
         scaler_facts = self.ctx.scaler
         kinds = (Kind.STEP, Kind.UPDATE, Kind.UNSCALE)
         reported: set[int] = set()
