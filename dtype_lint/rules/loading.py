@@ -13,6 +13,7 @@ from dtype_lint.rules.base import Invalid, Rule
 
 # transformers renamed ``torch_dtype=`` to ``dtype=`` in this release (huggingface/transformers#39782).
 DTYPE_KWARG_RELEASE = (4, 56)
+MODEL_CLASS = re.compile(r"Model|For[A-Z]")
 QUANTIZE_KEYWORDS = ("load_in_8bit", "load_in_4bit")
 # Optimizer classes by their last name (torch.optim, bitsandbytes, transformers, timm).
 OPTIMIZER_NAME = re.compile(r"^(Paged)?(Adam|AdamW|SGD|RMSprop|Adagrad|Adafactor|Lion|LAMB|Lamb|Adan|Sophia)\w*$")
@@ -30,7 +31,13 @@ def _is_transformers_loader(ctx, call: cst.Call) -> bool:
     if call_name(call) not in ("from_pretrained", "from_config"):
         return False
     owner = receiver(call)
-    return owner is not None and any(q.startswith("transformers.") for q in ctx.names.qualified_names(owner))
+    if owner is None:
+        return False
+    # Models only: tokenizers, processors and configs take no dtype (the rename is modeling's).
+    return any(
+        q.startswith("transformers.") and MODEL_CLASS.search(q.rsplit(".", 1)[-1])
+        for q in ctx.names.qualified_names(owner)
+    )
 
 
 def _assigned_name(ctx, call: cst.Call) -> str | None:
@@ -82,6 +89,7 @@ class TorchDtypeKwarg(Rule):
         "from transformers import AutoModel\nimport torch\nmodel = AutoModel.from_pretrained('bert-base-uncased', dtype=torch.float16)\n",
         "import torch\nfrom diffusers import StableDiffusionPipeline\npipe = StableDiffusionPipeline.from_pretrained(path, torch_dtype=torch.float16)\n",
         "import torch\nmodel = build_model(torch_dtype=torch.bfloat16)\n",
+        "import torch\nfrom transformers import AutoImageProcessor\nproc = AutoImageProcessor.from_pretrained(path, torch_dtype=torch.float16)\n",
     )
     invalid = (
         # At the default settings (no target-transformers) the rename is withheld, so the fixed
