@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
@@ -356,14 +355,13 @@ def _self_assignments(function: cst.FunctionDef) -> Iterator[tuple[str, cst.Base
     return iter(results)
 
 
-_FACTS: "weakref.WeakKeyDictionary[FileContext, NumericsFacts]" = weakref.WeakKeyDictionary()
-
-
 def facts(ctx: "FileContext") -> NumericsFacts:
-    found = _FACTS.get(ctx)
+    # Kept on the context itself: a WeakKeyDictionary keyed by ctx leaked every file's tree,
+    # since the value (NumericsFacts) holds ctx strongly and so the key never dies.
+    found = ctx.__dict__.get("_numerics_facts")
     if found is None:
         found = NumericsFacts(ctx)
-        _FACTS[ctx] = found
+        ctx.__dict__["_numerics_facts"] = found
     return found
 
 
