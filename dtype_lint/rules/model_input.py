@@ -362,7 +362,6 @@ class PartialLowpCast(Rule):
                 confidence=Confidence.MEDIUM,
             )
 
-
     def _returned(self, node: cst.CSTNode, key: str) -> bool:
         """The model built in a helper is returned to a caller that runs it."""
         function = self.ctx.enclosing(node, cst.FunctionDef)

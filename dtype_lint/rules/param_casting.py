@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.dtypes import FP16, FP32, LONG_NAMES, LOW, Cast, OptimizerInfo
+from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.findings import Confidence
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import code, dtype_phrase
@@ -140,7 +140,6 @@ class HalfWholeModelTrain(Rule):
                 confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
             )
 
-
     def _is_module_cast(self, node) -> bool:
         """``x.half()`` / ``x.to(torch.float16)`` / ``x.type(torch.HalfTensor)`` on a module."""
         if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
@@ -250,8 +249,8 @@ class ParamDtypeAssign(Rule):
         name = code(self.ctx, target.value)
         if what == "gradient":
             consequence = (
-                f"a gradient must match its parameter's dtype (attempting to assign a gradient with dtype "
-                f"'c10::Half' to a tensor with grad_dtype 'Float'), and float16 gradients underflow"
+                "a gradient must match its parameter's dtype (attempting to assign a gradient with dtype "
+                "'c10::Half' to a tensor with grad_dtype 'Float'), and float16 gradients underflow"
             )
         else:
             consequence = (

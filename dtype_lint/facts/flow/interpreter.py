@@ -18,7 +18,7 @@ from dtype_lint.facts import amp
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, Value, join, make, promote,
 )
@@ -947,12 +947,11 @@ class Interpreter:
 
     def _subscript(self, node: cst.Subscript, frame: Frame) -> Value | None:
         base = self.ev(node.value, frame)
-        index_value = None
         index_node = None
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
                 index_node = element.slice.value
-                index_value = self.ev(index_node, frame)
+                self.ev(index_node, frame)
             else:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     self.ev(part, frame)
