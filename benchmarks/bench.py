@@ -40,7 +40,7 @@ ROOT = HERE.parent
 WORK = HERE / ".work"
 sys.path.insert(0, str(HERE))
 
-from corpus import CORPUS, PINNED, ensure_corpus  # noqa: E402
+from corpus import CORPUS, ensure_corpus  # noqa: E402
 
 # Runs a command; prints its wall time and the peak RSS (KiB) of the largest process it started.
 WRAPPER = r"""

@@ -219,8 +219,9 @@ def test_default_cache_is_self_ignoring(tmp_path):
 
 CONCURRENT = """
 import json, subprocess, sys
-procs = [subprocess.Popen([sys.executable, "-m", "dtype_lint", "check", "--format", "json", "--select", "DTL001,DTL201", "--jobs", "2", "."],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+command = [sys.executable, "-m", "dtype_lint", "check", "--format", "json", "--select", "DTL001,DTL201",
+           "--jobs", "2", "."]
+procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
 outs = [p.communicate() for p in procs]
 print(json.dumps([[p.returncode, o.decode(), e.decode()] for p, (o, e) in zip(procs, outs)]))
 """

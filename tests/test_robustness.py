@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import hypothesmith
 import pytest
@@ -92,7 +91,11 @@ def test_random_byte_flips(path, flips):
 
 
 @BOUNDED
-@given(st.sampled_from(SEEDS), st.floats(0, 1), st.sampled_from(["\0", "\t", "\r", "\x0c", "\ufeff", "\u2028", "\\", "'''", "(", "])"]))
+@given(
+    st.sampled_from(SEEDS),
+    st.floats(0, 1),
+    st.sampled_from(["\0", "\t", "\r", "\x0c", "\ufeff", "\u2028", "\\", "'''", "(", "])"]),
+)
 def test_odd_characters_inserted(path, where, inserted):
     text = path.read_text(encoding="utf-8")
     at = int(where * len(text))
