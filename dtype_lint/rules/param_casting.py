@@ -42,6 +42,19 @@ def _cast_of(ctx, node: cst.CSTNode) -> Cast | None:
     return None
 
 
+def _like_of(ctx, value: cst.BaseExpression, owner: cst.BaseExpression) -> bool:
+    """``torch.zeros_like(owner)`` and friends without ``dtype=``: same dtype as ``owner`` by construction."""
+    if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
+        return False
+    func = value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if not (isinstance(name, str) and name.endswith("_like")):
+        return False
+    if any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in value.args):
+        return False
+    return ctx.code_for(value.args[0].value) == ctx.code_for(owner)
+
+
 def _is_eval_function(function: cst.FunctionDef | None) -> bool:
     if function is None:
         return False
@@ -216,6 +229,8 @@ class ParamDtypeAssign(Rule):
         target = node.targets[0].target
         if not isinstance(target, cst.Attribute) or target.attr.value not in ("data", "grad"):
             return
+        if _like_of(self.ctx, node.value, target.value):
+            return  # `p.grad = torch.ones_like(p)`: a factory that takes p's dtype, not a cast
         flow = self.ctx.flow
         param = flow.value_of(target.value)
         value = flow.value_of(node.value)
