@@ -480,8 +480,9 @@ def mentions_low_precision(ctx) -> bool:
 
 class ScalerWithoutLowp(Rule):
     """## What it does
-    Flags an enabled `GradScaler` in a file where nothing runs in low precision: no autocast, no
-    `.half()`, no float16/bfloat16 dtype, no precision or AMP setting at all. With
+    Flags an enabled `GradScaler` that scales a loss (`scaler.scale(loss).backward()`) in a file
+    where nothing runs in low precision: no autocast, no `.half()`, no float16/bfloat16 dtype, no
+    precision or AMP setting at all. With
     `--min-confidence low` it also flags a scaler and an autocast switched on by different flags
     (`GradScaler(enabled=args.fp16)` with `autocast(enabled=args.amp)`).
 
@@ -520,6 +521,7 @@ class ScalerWithoutLowp(Rule):
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda'):\n    loss = model(x)\nscaler.scale(loss).backward()\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=args.fp16)\nloss = model(x)\nscaler.scale(loss).backward()\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=use_amp)\nwith torch.autocast('cuda', enabled=use_amp):\n    loss = model(x)\n",
+        "import torch\n\nscaler = torch.amp.GradScaler('cuda')\n",
     )
     invalid = (
         Invalid(
@@ -539,7 +541,7 @@ class ScalerWithoutLowp(Rule):
         no_low_precision = not mentions_low_precision(self.ctx)
         for scaler in facts.scalers:
             enabled, enabled_node = scaler_enabled(self.ctx, scaler)
-            if enabled is True and no_low_precision:
+            if enabled is True and no_low_precision and self._scales_a_loss():
                 self.report(
                     scaler,
                     "GradScaler is enabled but nothing in this file runs in float16 (no autocast, no half"
@@ -549,6 +551,11 @@ class ScalerWithoutLowp(Rule):
                 )
             elif enabled is None:
                 self._different_flags(facts, scaler, enabled_node)
+
+    def _scales_a_loss(self) -> bool:
+        """The file runs a training step with the scaler (``scaler.scale(loss).backward()``):
+        a scaler that is only constructed here may serve code elsewhere."""
+        return any(event.kind is Kind.SCALED_BACKWARD for event in self.ctx.scaler.events)
 
     def _different_flags(self, facts, scaler: cst.Call, enabled_node: cst.BaseExpression) -> None:
         scaler_flag = dotted_name(enabled_node)
