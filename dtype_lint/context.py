@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dtype_lint.config import Settings
 from dtype_lint.facts.names import ImportTable
@@ -35,8 +35,19 @@ class FileContext:
         return self.wrapper.resolve(PositionProvider)
 
     @functools.cached_property
-    def _parents(self):
-        return self.wrapper.resolve(ParentNodeProvider)
+    def _parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        # Read from the nodes' fields: libcst's ParentNodeProvider rebuilds every node through a
+        # visitor and cost more than the parse itself. Whitespace and punctuation get no parent.
+        from dtype_lint.facts.training import child_nodes
+
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = [self.module]
+        while stack:
+            node = stack.pop()
+            for child in child_nodes(node):
+                parents[child] = node
+                stack.append(child)
+        return parents
 
     @functools.cached_property
     def flow(self):

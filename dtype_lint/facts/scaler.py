@@ -48,6 +48,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import _argument, is_grad_scaler, literal_bool
 from dtype_lint.facts.names import ImportTable, dotted_name
+from dtype_lint.facts.training import children_in_source_order
 
 CLIP_FUNCTIONS = tuple(
     f"torch.nn.utils{module}.{name}"
@@ -216,23 +217,21 @@ def _text(node: cst.BaseExpression) -> str | None:
     return dotted_name(node)
 
 
-class _CallCollector(cst.CSTVisitor):
-    """Calls of one simple statement in evaluation-ish (pre-)order, skipping lambdas."""
-
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
 def _calls(statement: cst.CSTNode) -> list[cst.Call]:
-    collector = _CallCollector()
-    statement.visit(collector)
-    return collector.calls
+    """Calls of one simple statement in evaluation-ish (pre-)order, skipping lambdas.
+
+    A field walk rather than a libcst visitor: visitors rebuild every node they pass.
+    """
+    calls: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(node, cst.Call):
+            calls.append(node)
+        stack.extend(reversed(children_in_source_order(node)))
+    return calls
 
 
 class _Builder:

@@ -78,6 +78,34 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+# Nodes whose dataclass fields are not in source order: the walk visits these fields first.
+_SOURCE_ORDER_FIRST = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords"),
+    cst.ExceptHandler: ("type", "name"),
+    cst.IfExp: ("body", "test"),
+    cst.Arg: ("keyword",),
+}
+
+
+def children_in_source_order(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``child_nodes`` in the order libcst's visitors see them (the order of the source)."""
+    children = child_nodes(node)
+    first_fields = _SOURCE_ORDER_FIRST.get(type(node))
+    if not first_fields:
+        return children
+    first: list[cst.CSTNode] = []
+    for name in first_fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            first.append(value)
+        elif isinstance(value, (list, tuple)):
+            first.extend(item for item in value if isinstance(item, cst.CSTNode))
+    chosen = {id(child) for child in first}
+    return first + [child for child in children if id(child) not in chosen]
+
+
+
 def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants, pre-order; nested defs/classes/lambdas skipped unless asked."""
     stack = [node]
