@@ -152,6 +152,10 @@ def check_text(
         ctx = FileContext(path, text, module, settings)
         reported, failed = run_rules(ctx, rules)
     except RecursionError:
+        failed = {"": "RecursionError"}
+    if any(detail.startswith("RecursionError") for detail in failed.values()):
+        # A property of the file (libcst nests some constructs, such as thousands of implicitly
+        # concatenated strings, far deeper than CPython's parser does), not a bug of one rule.
         if want_parse_errors:
             findings.append(_parse_error(path, "nesting too deep to analyse", 1, 1))
         return _finish(path, text, findings, [], settings)
