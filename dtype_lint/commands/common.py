@@ -25,13 +25,13 @@ def _confidence(text: str) -> Confidence:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _jobs(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
 
@@ -42,7 +42,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
     parser.add_argument("--min-confidence", type=_confidence, help="high, medium (default) or low")
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
-    parser.add_argument("--jobs", "-j", type=_jobs, help="worker processes (default: all cores)")
+    parser.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument("--stdin-filename", help="the name to report for source read from stdin")
     parser.add_argument("--format", "--output-format", dest="format", choices=OUTPUT_FORMATS)

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from dtype_lint.commands.common import _codes
+from dtype_lint.commands.common import _codes, positive_int
 
 FORMATS = ("text", "json", "sarif")
 
@@ -26,16 +26,6 @@ class _Renderers(dict):
 RENDERERS = _Renderers()
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -48,7 +38,7 @@ def _seconds(text: str) -> float:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = "dtype-lint confirm [options] [--] PROGRAM [ARGS...]"
-    parser.add_argument("--steps", type=_positive_int, default=3, help="optimizer steps to run, then stop (default 3)")
+    parser.add_argument("--steps", type=positive_int, default=3, help="optimizer steps to run, then stop (default 3)")
     parser.add_argument(
         "--timeout", type=_seconds, default=600.0, help="seconds before the run is stopped (default 600)"
     )

@@ -123,6 +123,16 @@ def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[c
             yield child
 
 
+def assigned_name(ctx, call: cst.Call) -> str | None:
+    """``model`` in ``model = AutoModel.from_pretrained(...)``."""
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return dotted_name(parent.targets[0].target)
+    if isinstance(parent, cst.AnnAssign):
+        return dotted_name(parent.target)
+    return None
+
+
 def call_name(call: cst.Call) -> str:
     """The last name of what is called: ``backward`` for ``loss.backward()``, ``''`` if none."""
     func = call.func

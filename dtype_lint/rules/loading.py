@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import call_name, is_true, keyword, positional, receiver, training_facts
+from dtype_lint.facts.training import assigned_name, call_name, is_true, keyword, positional, receiver, training_facts
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -38,16 +38,6 @@ def _is_transformers_loader(ctx, call: cst.Call) -> bool:
         q.startswith("transformers.") and MODEL_CLASS.search(q.rsplit(".", 1)[-1])
         for q in ctx.names.qualified_names(owner)
     )
-
-
-def _assigned_name(ctx, call: cst.Call) -> str | None:
-    """``model`` in ``model = AutoModel.from_pretrained(...)``."""
-    parent = ctx.parent(call)
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-        return dotted_name(parent.targets[0].target)
-    if isinstance(parent, cst.AnnAssign):
-        return dotted_name(parent.target)
-    return None
 
 
 class TorchDtypeKwarg(Rule):
@@ -197,7 +187,7 @@ class QuantizedFullFinetune(Rule):
             if call_name(call) != "from_pretrained":
                 continue
             reason = self._quantization(call)
-            name = _assigned_name(self.ctx, call)
+            name = assigned_name(self.ctx, call)
             if reason and name:
                 quantized[name] = (call, reason)
         if not quantized:

@@ -41,15 +41,6 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
     return literal_bool(node), node
 
 
-def _assigned_target(ctx, call: cst.Call) -> str | None:
-    parent = ctx.parent(call)
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-        return dotted_name(parent.targets[0].target)
-    if isinstance(parent, cst.AnnAssign):
-        return dotted_name(parent.target)
-    return None
-
-
 class ScalerWithBf16(Rule):
     """## What it does
     Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
