@@ -10,7 +10,7 @@ from dtype_lint.config import Settings
 from dtype_lint.context import FileContext
 from dtype_lint.engine import check_text
 from dtype_lint.findings import Confidence
-from dtype_lint.rules.numerics_facts import number
+from dtype_lint.facts.numerics import number
 
 
 def findings(source, *codes, low=True):

@@ -8,7 +8,7 @@ import libcst as cst
 
 from dtype_lint.findings import Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.numerics_facts import (
+from dtype_lint.facts.numerics import (
     FP16,
     FP16_MENTIONS,
     Number,

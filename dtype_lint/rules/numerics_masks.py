@@ -10,7 +10,7 @@ import libcst as cst
 from dtype_lint.facts.amp import dtype_literal
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.numerics_facts import (
+from dtype_lint.facts.numerics import (
     FP16,
     FP16_MENTIONS,
     SHAPE_PRESERVING,

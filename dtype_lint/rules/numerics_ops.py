@@ -7,7 +7,7 @@ import libcst as cst
 
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.numerics_facts import (
+from dtype_lint.facts.numerics import (
     BF16,
     FP16,
     FP32,
