@@ -31,23 +31,67 @@ class FileContext:
         self.ancestors: list[cst.CSTNode] = []
 
     @functools.cached_property
-    def _positions(self):
-        return self.wrapper.resolve(PositionProvider)
+    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
+        # Asked for only when a rule reports or words a message. libcst's MetadataWrapper would
+        # first run a visitor over the whole tree (rebuilding every node) before the codegen pass
+        # that computes positions; the provider is run directly instead.
+        provider = PositionProvider()
+        try:
+            provider._gen_impl(self.module)
+        except AttributeError:  # a libcst without these internals: the public, slower way
+            return dict(self.wrapper.resolve(PositionProvider))
+        return provider._computed
 
     @functools.cached_property
-    def _parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
-        # Read from the nodes' fields: libcst's ParentNodeProvider rebuilds every node through a
-        # visitor and cost more than the parse itself. Whitespace and punctuation get no parent.
-        from dtype_lint.facts.training import child_nodes
+    def _tree_shape(self):
+        """One source-order walk of the tree, read from the nodes' fields (libcst's own visitors
+        and ParentNodeProvider rebuild every node and cost more than the parse): each node's
+        parent, and the walk itself as ``(node, entering)`` events, which the runner replays
+        instead of walking again. Whitespace and punctuation are left out."""
+        from dtype_lint.facts.training import children_in_source_order
 
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = [self.module]
+        events: list[tuple[cst.CSTNode, bool]] = []
+        append = events.append
+        leave = object()
+        stack: list = [self.module]
         while stack:
             node = stack.pop()
-            for child in child_nodes(node):
+            if node is leave:
+                append((stack.pop(), False))
+                continue
+            append((node, True))
+            stack.append(node)
+            stack.append(leave)
+            children = children_in_source_order(node)
+            for child in children:
                 parents[child] = node
-                stack.append(child)
-        return parents
+            stack.extend(reversed(children))
+        return parents, events
+
+    @functools.cached_property
+    def _source_order(self) -> dict[cst.CSTNode, tuple[int, int]]:
+        enter: dict[cst.CSTNode, int] = {}
+        order: dict[cst.CSTNode, tuple[int, int]] = {}
+        for index, (node, entering) in enumerate(self.walk_events()):
+            if entering:
+                enter[node] = index
+            else:
+                order[node] = (enter[node], index)
+        return order
+
+    def walk_events(self) -> list[tuple[cst.CSTNode, bool]]:
+        """The tree in source order as ``(node, entering)``: a node's entry, its subtree, its exit."""
+        return self._tree_shape[1]
+
+    @property
+    def _parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        return self._tree_shape[0]
+
+    def source_order(self, node: cst.CSTNode) -> tuple[int, int]:
+        """``(enter, exit)`` numbers of ``node`` in a source-order walk: node A ends before node B
+        starts exactly when ``exit(A) < enter(B)``."""
+        return self._source_order[node]
 
     @functools.cached_property
     def flow(self):

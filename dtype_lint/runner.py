@@ -12,7 +12,6 @@ from collections import defaultdict
 import libcst as cst
 
 from dtype_lint.context import FileContext
-from dtype_lint.facts.training import children_in_source_order
 from dtype_lint.findings import Finding
 from dtype_lint.rules.base import Rule
 
@@ -62,31 +61,24 @@ class _Dispatcher(cst.CSTVisitor):
             self._call(hooks, original_node)
 
 
-def _walk(dispatcher: _Dispatcher, module: cst.Module) -> None:
-    """Pre-order walk calling visit/leave hooks, over the nodes' fields (syntax only).
-
-    libcst's own visitor rebuilds every node on the way back up, which cost about as much as
-    parsing the file; this walk reads fields and costs a fifth of that. No recursion: deep
-    nesting must not hit Python's recursion limit.
-    """
-    leave_marker = object()
-    stack: list = [module]
-    while stack:
-        item = stack.pop()
-        if item is leave_marker:
-            dispatcher.on_leave(stack.pop())
-            continue
-        dispatcher.on_visit(item)
-        stack.append(item)
-        stack.append(leave_marker)
-        stack.extend(reversed(children_in_source_order(item)))
+def _walk(dispatcher: _Dispatcher, ctx: FileContext) -> None:
+    """Calls the visit/leave hooks in source order (the walk libcst's visitors make), replaying
+    the context's one walk of the tree (nodes' fields, no recursion: deep nesting cannot hit
+    Python's recursion limit). libcst's own visitor rebuilds every node on the way back up and
+    cost about as much as the parse."""
+    visit, leave = dispatcher.on_visit, dispatcher.on_leave
+    for node, entering in ctx.walk_events():
+        if entering:
+            visit(node)
+        else:
+            leave(node)
 
 
 def run_rules(ctx: FileContext, rule_classes: list[type[Rule]]):
     """Findings (each with the first line of its statement, for suppressions) and failures."""
     rules = [rule_class(ctx) for rule_class in rule_classes]
     dispatcher = _Dispatcher(ctx, rules)
-    _walk(dispatcher, ctx.module)
+    _walk(dispatcher, ctx)
     reported: list[tuple[Finding, int]] = []
     for rule in rules:
         if rule.code not in dispatcher.failed:

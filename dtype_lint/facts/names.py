@@ -14,11 +14,12 @@ import libcst as cst
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
+    # exact type tests: libcst's node classes are final, and isinstance on them is slow (ABCMeta)
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

@@ -48,7 +48,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import _argument, is_grad_scaler, literal_bool
 from dtype_lint.facts.names import ImportTable, dotted_name
-from dtype_lint.facts.training import children_in_source_order
+from dtype_lint.facts.training import calls_in, children_in_source_order
 
 CLIP_FUNCTIONS = tuple(
     f"torch.nn.utils{module}.{name}"
@@ -201,15 +201,11 @@ class ScalerFacts:
 # -- building ----------------------------------------------------------------------------------
 def _scale_receivers(node: cst.CSTNode) -> set[str]:
     found: set[str] = set()
-
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "scale":
-                text = _text(call.func.value)
-                if text:
-                    found.add(text)
-
-    node.visit(Finder())
+    for call in calls_in(node, into_definitions=True):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "scale":
+            text = _text(call.func.value)
+            if text:
+                found.add(text)
     return found
 
 
@@ -242,7 +238,7 @@ class _Builder:
         self.other_bound: set[str] = set()
         self.optimizer_bound: set[str] = set()
         self.scaled_names: dict[tuple[int, str], str] = {}  # (id(function), name) -> scaler
-        self.positions = None
+        self.line_of = None  # node -> its first line (positions are computed only when needed)
 
     def statements(self, body, function, loops, guards) -> None:
         for statement in body:
@@ -339,7 +335,7 @@ class _Builder:
         position = 5 if qualified else 4
         enabled_node = _argument(call, "enabled", position)
         enabled = True if enabled_node is None else literal_bool(enabled_node)
-        return ScalerBinding(target, call, self.positions[call].start.line, enabled)
+        return ScalerBinding(target, call, self.line_of(call), enabled)
 
 
 def _classify(builder: _Builder, facts_scaler, call: cst.Call, function=None) -> tuple[Kind, str | None, str | None] | None:
@@ -388,7 +384,7 @@ def _classify(builder: _Builder, facts_scaler, call: cst.Call, function=None) ->
 def analyze(ctx) -> ScalerFacts:
     """The scaler facts of the file behind ``ctx`` (a FileContext)."""
     builder = _Builder(ctx.names)
-    builder.positions = ctx._positions
+    builder.line_of = lambda node: ctx.position(node).start.line
     builder.statements(ctx.module.body, None, (), ())
     probe = ScalerFacts([], builder.bindings, builder.other_bound, builder.optimizer_bound)
     events: list[Event] = []

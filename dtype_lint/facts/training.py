@@ -48,37 +48,7 @@ _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "dot", "semicolon", "leading_lines", "lines_after_decorators", "header",
     "footer", "equal", "colon", "whitespace", "newline", "trailing_whitespace", "asynchronous",
 })
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _node_fields(kind: type) -> tuple[str, ...]:
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = tuple(
-            name for name in kind.__dataclass_fields__
-            if name not in _SKIPPED_FIELDS and not name.startswith("whitespace")
-        )
-        _FIELDS[kind] = fields
-    return fields
-
-
-def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The syntax children of ``node`` (no whitespace or punctuation), read from its fields.
-
-    Much cheaper than ``node.children``, which rebuilds the node through a visitor; the order is
-    the fields' order, which is source order except that decorators come after a def's body.
-    """
-    found: list[cst.CSTNode] = []
-    for name in _node_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
-    return found
-
-
-# Nodes whose dataclass fields are not in source order: the walk visits these fields first.
+# Nodes whose dataclass fields are not in source order: these fields come first in a walk.
 _SOURCE_ORDER_FIRST = {
     cst.FunctionDef: ("decorators", "name", "params", "returns"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords"),
@@ -86,35 +56,62 @@ _SOURCE_ORDER_FIRST = {
     cst.IfExp: ("body", "test"),
     cst.Arg: ("keyword",),
 }
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def children_in_source_order(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``child_nodes`` in the order libcst's visitors see them (the order of the source)."""
-    children = child_nodes(node)
-    first_fields = _SOURCE_ORDER_FIRST.get(type(node))
-    if not first_fields:
-        return children
-    first: list[cst.CSTNode] = []
-    for name in first_fields:
+def _node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold syntax, in source order; computed once per class."""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        names = [
+            name for name in kind.__dataclass_fields__
+            # (libcst's slotted dataclasses list ``__slots__`` among their fields: a tuple of str)
+            if name not in _SKIPPED_FIELDS and not name.startswith(("whitespace", "__"))
+        ]
+        first = _SOURCE_ORDER_FIRST.get(kind, ())
+        fields = _FIELDS[kind] = tuple(first) + tuple(name for name in names if name not in first)
+    return fields
+
+
+_IS_NODE_TYPE: dict[type, bool] = {}
+
+
+def _is_node_type(kind: type) -> bool:
+    # isinstance(value, cst.CSTNode) goes through ABCMeta and dominated the walks' cost.
+    known = _IS_NODE_TYPE.get(kind)
+    if known is None:
+        known = _IS_NODE_TYPE[kind] = isinstance(kind, type) and issubclass(kind, cst.CSTNode)
+    return known
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntax children of ``node`` (no whitespace or punctuation) in source order (the order
+    libcst's visitors see them), read from its fields: much cheaper than ``node.children``, which
+    rebuilds the node through a visitor."""
+    found: list[cst.CSTNode] = []
+    for name in _node_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            first.append(value)
-        elif isinstance(value, (list, tuple)):
-            first.extend(item for item in value if isinstance(item, cst.CSTNode))
-    chosen = {id(child) for child in first}
-    return first + [child for child in children if id(child) not in chosen]
+        kind = type(value)
+        if kind is list or kind is tuple:
+            found.extend(value)  # sequence fields hold only nodes
+        elif _is_node_type(kind):
+            found.append(value)
+    return found
 
+
+children_in_source_order = child_nodes  # the name the walks use, saying what they rely on
 
 
 def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:
-    """``node`` and its descendants, pre-order; nested defs/classes/lambdas skipped unless asked."""
+    """``node`` and its descendants, pre-order in source order (as libcst's visitors see them);
+    nested defs/classes/lambdas are yielded but not entered unless asked."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         if not into_definitions and current is not node and isinstance(current, DEFINITIONS):
             continue
-        stack.extend(reversed(child_nodes(current)))
+        stack.extend(reversed(children_in_source_order(current)))
 
 
 def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.Call]:
@@ -206,29 +203,30 @@ class TrainingFacts:
         self.assignments: dict[str, list[tuple[cst.Assign, cst.BaseExpression]]] = {}
         self.identifiers: set[str] = set()
         for node in walk(ctx.module, into_definitions=True):
-            if isinstance(node, cst.Call):
+            kind = type(node)  # exact type tests: libcst's classes are final, isinstance is slow on them
+            if kind is cst.Call:
                 self.calls.append(node)
-            elif isinstance(node, LOOPS):
+            elif kind is cst.Name:
+                self.identifiers.add(node.value.lower())
+            elif kind is cst.Attribute:
+                self.identifiers.add(node.attr.value.lower())
+            elif kind in LOOPS:
                 self.loops.append(node)
-            elif isinstance(node, cst.With):
+            elif kind is cst.With:
                 self.withs.append(node)
-            elif isinstance(node, cst.FunctionDef):
+            elif kind is cst.FunctionDef:
                 self.functions.setdefault(node.name.value, []).append(node)
-            elif isinstance(node, cst.ClassDef):
+            elif kind is cst.ClassDef:
                 self.classes.setdefault(node.name.value, node)
-            elif isinstance(node, cst.Assign):
+            elif kind is cst.Assign:
                 for target in node.targets:
                     text = target_text(target.target)
                     if text is not None:
                         self.assignments.setdefault(text, []).append((node, node.value))
-            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            elif kind is cst.AnnAssign and node.value is not None:
                 text = target_text(node.target)
                 if text is not None:
                     self.assignments.setdefault(text, []).append((node, node.value))
-            if isinstance(node, cst.Name):
-                self.identifiers.add(node.value.lower())
-            elif isinstance(node, cst.Attribute):
-                self.identifiers.add(node.attr.value.lower())
         self.scalers = [call for call in self.calls if is_grad_scaler(names, call)]
         self.uses_scaler = bool(self.scalers) or any(SCALER_WORDS.search(i) for i in self.identifiers)
         self.bf16_guarded = any(BF16_GUARD_WORDS.search(i) for i in self.identifiers)
