@@ -109,20 +109,20 @@ def discovered_files(trees: list[str], env: dict[str, str], config: Path) -> lis
 
 
 def prefilter_counts(files: list[str]) -> tuple[int, Counter]:
-    """How many files the prefilter sends to libcst, and which triggers let them through."""
+    """How many files the prefilter sends to libcst, and on how many each rule runs."""
     from dtype_lint.config import Settings
-    from dtype_lint.engine import enabled_rules, might_match
+    from dtype_lint.engine import enabled_rules
+    from dtype_lint.prefilter import rules_for, words_of_source
 
     settings = Settings()
     passed, hits = 0, Counter()
     for display in files:
-        rules = enabled_rules(settings, display)
-        text = (CORPUS / display).read_text(encoding="utf-8", errors="replace")
-        if might_match(text, rules):
-            passed += 1
-            for rule in rules:
-                if not rule.triggers or any(t in text for t in rule.triggers):
-                    hits[rule.code] += 1
+        words = words_of_source((CORPUS / display).read_text(encoding="utf-8", errors="replace"))
+        if words is None:
+            continue  # DTL001, no rule runs
+        running = rules_for(words, enabled_rules(settings, display))
+        passed += bool(running)
+        hits.update(rule.code for rule in running)
     return passed, hits
 
 

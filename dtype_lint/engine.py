@@ -15,6 +15,7 @@ import libcst as cst
 
 from dtype_lint.config import Settings
 from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.prefilter import code_words, rules_for, words_of_source
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
 from dtype_lint.source import UndecodableSource, decode
@@ -56,29 +57,31 @@ def enabled_rules(settings: Settings, path: str) -> list[type[Rule]]:
 
 
 def might_match(text: str, rules: list[type[Rule]]) -> bool:
-    """The prefilter: can any of these rules have something to say about this text?"""
-    return any(not rule.triggers or any(t in text for t in rule.triggers) for rule in rules)
+    """The prefilter for a whole text: can any of these rules have something to say about it?
+    (A text that does not parse can: libcst gets to report it.)"""
+    words = words_of_source(text)
+    return words is None or bool(rules_for(words, rules))
 
 
-def _syntax_error(text: str, path: str, *, before_libcst: bool = False) -> tuple[str, int, int] | None:
-    """CPython's own verdict on the file (a file Python refuses to compile gets DTL001).
-
-    Before a libcst parse it also refuses expressions nested deeper than libcst survives: its
-    native parser overflows the C stack on them, which kills the process instead of raising.
-    """
+def _python_parse(text: str, path: str) -> tuple[ast.Module | None, tuple[str, int, int] | None]:
+    """CPython's own tree of the file, or why it refuses it (a file Python cannot compile gets DTL001)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=path)
+            return ast.parse(text, filename=path), None
     except SyntaxError as error:
-        return (f"syntax error: {error.msg}", error.lineno or 1, (error.offset or 1))
+        return None, (f"syntax error: {error.msg}", error.lineno or 1, (error.offset or 1))
     except (ValueError, RecursionError, MemoryError) as error:
-        return (f"cannot parse: {type(error).__name__}", 1, 1)
-    if before_libcst:
-        deep = _too_deep(tree, text)
-        if deep is not None:
-            return (f"expression nested too deeply to analyse (depth over {MAX_EXPRESSION_DEPTH})", deep.lineno, deep.col_offset + 1)
-    return None
+        return None, (f"cannot parse: {type(error).__name__}", 1, 1)
+
+
+def _too_deep_for_libcst(tree: ast.Module, text: str) -> tuple[str, int, int] | None:
+    """libcst's native parser overflows the C stack on very deeply nested expressions, which kills
+    the process instead of raising: such files are refused before libcst sees them."""
+    deep = _too_deep(tree, text)
+    if deep is None:
+        return None
+    return (f"expression nested too deeply to analyse (depth over {MAX_EXPRESSION_DEPTH})", deep.lineno, deep.col_offset + 1)
 
 
 # libcst's Python side hits the recursion limit near depth 300-500 (reported as DTL001 anyway);
@@ -130,12 +133,15 @@ def check_text(
     rules = enabled_rules(settings, path)
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
-    skip_libcst = prefilter and not might_match(text, rules)
-    if skip_libcst and not want_parse_errors:
-        return _finish(path, text, findings, [], settings)
-    problem = _syntax_error(text, path, before_libcst=not skip_libcst)
-    if problem or skip_libcst:
-        if problem and want_parse_errors:
+    tree, problem = _python_parse(text, path)
+    if tree is not None:
+        if prefilter:
+            rules = rules_for(code_words(tree), rules)
+        if not rules:
+            return _finish(path, text, findings, [], settings)
+        problem = _too_deep_for_libcst(tree, text)
+    if problem:
+        if want_parse_errors:
             findings.append(_parse_error(path, *problem))
         return _finish(path, text, findings, [], settings)
     try:

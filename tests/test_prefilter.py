@@ -5,6 +5,7 @@ examples and the committed corpus sample. DTL001 is compared by presence only: a
 prefilter skips is validated by ``ast`` instead of libcst, whose messages and columns differ.
 """
 
+import ast
 from pathlib import Path
 
 import libcst
@@ -14,7 +15,9 @@ from conftest import FIXTURES, ROOT
 from dtype_lint.config import Settings
 from dtype_lint.engine import PARSE_ERROR, check_text, enabled_rules, might_match
 from dtype_lint.findings import Confidence
+from dtype_lint.prefilter import code_words
 from dtype_lint.rules import all_rules
+from dtype_lint.rules.base import Rule
 
 CORPUS_SAMPLE = ROOT / "tests" / "data" / "corpus_sample"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
@@ -82,8 +85,49 @@ def test_skipped_file_with_a_syntax_error_still_gets_dtl001():
     assert [f.code for f in report.findings] == [PARSE_ERROR]
 
 
-def test_every_trigger_of_every_rule_lets_a_file_through():
-    rules = enabled_rules(Settings(), "x.py")
-    for rule in rules:
-        for trigger in rule.triggers:
-            assert might_match(f"x = 1\n# {trigger}\n", rules), (rule.code, trigger)
+def test_every_trigger_of_every_rule_can_occur_in_a_program():
+    for rule in RULES:
+        for trigger in rule.triggers + tuple(t for group in rule.required_triggers for t in group):
+            word = trigger.strip("\n")
+            assert trigger in code_words(ast.parse(f"x = f({word!r})\n")), (rule.code, trigger)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '"""The model runs in torch.float16 with autocast."""\n',  # docstrings are prose
+        "# model.half()\nx = 1\n",  # and so are comments
+        "def f():\n    'model.half() under autocast'\n    return 1\n",
+    ],
+)
+def test_prose_does_not_wake_the_half_precision_rules(source):
+    lowp_rules = [rule for rule in RULES if rule.code in ("DTL101", "DTL401", "DTL503")]
+    assert not might_match(source, lowp_rules)
+
+
+@pytest.mark.parametrize(
+    ("source", "word"),
+    [
+        ("import numpy as np\n", "numpy"),
+        ("from torch.cuda.amp import autocast as ac\n", "amp"),
+        ("y = x.to(dtype=torch.float16)\n", "float16"),
+        ("y = f(mixed_precision='fp16')\n", "fp16"),
+        ("def step(self, scaler):\n    pass\n", "scaler"),
+        ("x = -3.4e38\n", "literal_e38"),
+        ("eps = 1e-8\n", "literal_em8"),
+        ("mask = float('-inf')\n", "literal_inf"),
+        ("big = float('6.5e4')\n", "literal_e4"),
+        ("x = 2 ** 16\n", "__pow__"),
+    ],
+)
+def test_code_words_hold_what_the_program_spells(source, word):
+    assert f"\n{word}\n" in code_words(ast.parse(source))
+
+
+def test_ordinary_numbers_give_no_word():
+    assert "literal" not in code_words(ast.parse("x = [0, 1, 0.5, 2048, 1e-3]\n"))
+
+
+def test_a_trigger_that_is_not_a_word_is_refused():
+    with pytest.raises(ValueError, match="not a word"):
+        type("BadRule", (Rule,), {"code": "DTL999", "name": "bad-rule", "triggers": (".half(",)})

@@ -232,7 +232,7 @@ BROKEN_RULE = textwrap.dedent(
         """A rule that fails on one file."""
         code = "DTL999"
         name = "broken-on-purpose"
-        triggers = ("import",)
+        triggers = ("torch",)  # a code word of every file here
 
         def visit_Call(self, node: cst.Call) -> None:
             if self.ctx.path.endswith("victim.py"):

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import DEFINITIONS, calls_in, walk
 from dtype_lint.findings import Confidence
 
 if TYPE_CHECKING:
@@ -27,11 +29,9 @@ if TYPE_CHECKING:
     from dtype_lint.facts.dtypes import Value
 
 FP16, BF16, FP32 = "fp16", "bf16", "fp32"  # the flow's spelling (dtype_lint.facts.flow.values)
-# Prefilter triggers. A numerics finding needs a tensor the flow knows is float16/bfloat16, and the
-# flow only knows that from something this file spells (``.half()``, ``torch.float16``, ``"fp16"``,
-# an autocast region, ``HalfTensor``...): a file that mentions none of these cannot have one.
-FP16_MENTIONS = ("half", "Half", "float16", "fp16", "autocast", "amp")
-LOWP_MENTIONS = FP16_MENTIONS + ("bfloat16", "bf16")
+# Prefilter triggers: a numerics finding needs a tensor the flow knows is float16/bfloat16.
+FP16_MENTIONS = FP16_TRIGGERS
+LOWP_MENTIONS = LOWP_TRIGGERS
 FP16_MAX = 65504.0
 # fp16's smallest subnormal is 2**-24 (5.96e-8): anything below rounds to it or to zero.
 FP16_TINIEST = 6e-8
@@ -135,7 +135,7 @@ def torch_spelling(ctx: "FileContext") -> str | None:
 class Binding:
     name: str
     value: cst.BaseExpression
-    end: tuple[int, int]  # (line, column) where the assignment statement ends
+    end: int  # where the assignment ends, as its exit number in a source-order walk (ctx.source_order)
     node: cst.CSTNode
 
 
@@ -154,48 +154,28 @@ class _Scope:
             body = owner.body.body if isinstance(owner.body, cst.IndentedBlock) else ()
         else:
             body = owner.body
-        collector = _AssignmentCollector(ctx, self)
         for statement in body:
-            statement.visit(collector)
+            if isinstance(statement, DEFINITIONS):
+                continue  # a nested def or class binds in its own scope
+            for node in walk(statement):
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            self._add(ctx, target.target.value, node.value, node)
+                elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.value is not None:
+                    self._add(ctx, node.target.value, node.value, node)
+        for found in self.bindings.values():
+            found.sort(key=lambda binding: binding.end)
 
-    def add(self, name: str, value: cst.BaseExpression, end: tuple[int, int], node: cst.CSTNode) -> None:
-        self.bindings.setdefault(name, []).append(Binding(name, value, end, node))
+    def _add(self, ctx: "FileContext", name: str, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        self.bindings.setdefault(name, []).append(Binding(name, value, ctx.source_order(node)[1], node))
 
-    def before(self, name: str, point: tuple[int, int]) -> list[Binding]:
-        """Assignments that end before ``point`` (so not the one the use sits in)."""
-        return [b for b in self.bindings.get(name, ()) if b.end <= point]
+    def before(self, name: str, point: int) -> list[Binding]:
+        """Assignments that end before ``point`` (an enter number; so not the one the use sits in)."""
+        return [b for b in self.bindings.get(name, ()) if b.end < point]
 
     def all(self, name: str) -> list[Binding]:
         return list(self.bindings.get(name, ()))
-
-
-class _AssignmentCollector(cst.CSTVisitor):
-    def __init__(self, ctx: "FileContext", scope: _Scope) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.scope = scope
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def _end(self, node: cst.CSTNode) -> tuple[int, int]:
-        end = self.ctx.position(node).end
-        return (end.line, end.column)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                self.scope.add(target.target.value, node.value, self._end(node), node)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self.scope.add(node.target.value, node.value, self._end(node), node)
 
 
 class NumericsFacts:
@@ -227,9 +207,8 @@ class NumericsFacts:
         it in its function, else the parameter default, else the single module-level
         assignment. A value fact, not a dtype: branches are not joined here (the dtype flow does
         that); callers treat what they get as a hint about the value written."""
-        start = self.ctx.position(name).start
         scope = self.scope_of(name)
-        earlier = scope.before(name.value, (start.line, start.column))
+        earlier = scope.before(name.value, self.ctx.source_order(name)[0])
         if earlier:
             # Latest first, back to the first one that surely ran (its block encloses the use);
             # assignments in branches before it may each be the one that reaches.
@@ -314,13 +293,9 @@ class NumericsFacts:
     def _constructions(self, class_name: str) -> list[cst.Call]:
         if self._calls is None:
             calls: dict[str, list[cst.Call]] = {}
-
-            class _Calls(cst.CSTVisitor):
-                def visit_Call(self, node: cst.Call) -> None:
-                    if isinstance(node.func, cst.Name):
-                        calls.setdefault(node.func.value, []).append(node)
-
-            self.ctx.module.visit(_Calls())
+            for node in calls_in(self.ctx.module, into_definitions=True):
+                if isinstance(node.func, cst.Name):
+                    calls.setdefault(node.func.value, []).append(node)
             self._calls = calls
         return self._calls.get(class_name, [])
 
@@ -328,31 +303,20 @@ class NumericsFacts:
     def function(self, name: str) -> cst.FunctionDef | None:
         if self._functions is None:
             found: dict[str, list[cst.FunctionDef]] = {}
-
-            class _Functions(cst.CSTVisitor):
-                def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            for node in walk(self.ctx.module, into_definitions=True):
+                if isinstance(node, cst.FunctionDef):
                     found.setdefault(node.name.value, []).append(node)
-
-            self.ctx.module.visit(_Functions())
             self._functions = {k: v[0] for k, v in found.items() if len(v) == 1}
         return self._functions.get(name)
 
 
 def _self_assignments(function: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression]]:
-    results: list[tuple[str, cst.BaseExpression]] = []
-
-    class _Visitor(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in walk(function):  # not into nested defs: their ``self`` is another object
+        if isinstance(node, cst.Assign):
             for target in node.targets:
                 t = target.target
                 if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                    results.append((t.attr.value, node.value))
-
-    function.visit(_Visitor())
-    return iter(results)
+                    yield t.attr.value, node.value
 
 
 def facts(ctx: "FileContext") -> NumericsFacts:

@@ -23,6 +23,7 @@ from dtype_lint.facts.training import (
     walk,
 )
 from dtype_lint.findings import Confidence
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 # What torch.autocast accepts as device_type (torch 2.13: "Expected one of cpu, cuda, ... device").
@@ -76,7 +77,8 @@ class AutocastDeviceMismatch(Rule):
     code = "DTL202"
     name = "autocast-device-mismatch"
     summary = "Autocast for a device the tensors are not on"
-    triggers = ("autocast",)
+    # A ``torch.autocast`` / ``torch.amp.autocast`` call: its last name part is the word "autocast".
+    triggers = (exact_word("autocast"),)
     valid = (
         "import torch\ndevice = torch.device('cuda')\nmodel.to(device)\nwith torch.autocast('cuda', dtype=torch.float16):\n    out = model(x)\n",
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nwith torch.autocast(device.type):\n    out = model(x)\n",
@@ -224,7 +226,18 @@ class Bf16Unchecked(Rule):
     code = "DTL203"
     name = "bf16-unchecked"
     summary = "bfloat16 on GPU without a capability check"
-    triggers = ("bfloat16", "bf16")
+    # bf16: ``bf16=True`` / ``"bf16"`` / ``"bf16-mixed"`` (a word starting with "bf16") or a
+    # ``bfloat16`` dtype literal; and the site: ``*Arguments``/``*Config``, ``Accelerator``,
+    # ``Trainer``/``Fabric``, an autocast call or ``from_pretrained``. Only Lightning's precision
+    # string may hold bf16 inside a longer word, so without Trainer/Fabric the bf16 is a whole word.
+    triggers = ("bf16", exact_word("bfloat16"))
+    required_triggers = (
+        (
+            "Arguments", "Config", exact_word("Accelerator"), exact_word("Trainer"), exact_word("Fabric"),
+            exact_word("autocast"), exact_word("from_pretrained"),
+        ),
+        (exact_word("bf16"), exact_word("bfloat16"), exact_word("Trainer"), exact_word("Fabric")),
+    )
     valid = (
         "import torch\ndtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
         "with torch.autocast('cuda', dtype=dtype):\n    loss = model(x)\n",
@@ -351,7 +364,8 @@ class LossOutsideAutocast(Rule):
     code = "DTL205"
     name = "loss-outside-autocast"
     summary = "Loss computed on autocast outputs outside the autocast region"
-    triggers = ("autocast",)
+    # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
+    triggers = (exact_word("autocast"),)
     valid = (
         "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n    logits = model(x)\n    loss = F.cross_entropy(logits, y)\n",
         "import torch\nwith torch.autocast('cuda'):\n    logits = model(x)\nloss = criterion(logits.float(), y)\n",
@@ -498,7 +512,8 @@ class NestedAutocastConflict(Rule):
     code = "DTL206"
     name = "nested-autocast-conflict"
     summary = "Nested autocast regions with different dtypes"
-    triggers = ("autocast",)
+    # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
+    triggers = (exact_word("autocast"),)
     valid = (
         "import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    h = enc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h.float())\n",
         "import torch\nwith torch.autocast('cuda'):\n    with torch.autocast('cuda', dtype=torch.float16):\n        y = f(x)\n",
@@ -648,7 +663,13 @@ class Fp16AutocastWithoutScaler(Rule):
     code = "DTL208"
     name = "fp16-autocast-without-scaler"
     summary = "fp16 autocast training without a GradScaler"
-    triggers = ("autocast",)
+    # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
+    # A ``backward()`` call, and float16: a float16/half dtype literal or the CUDA default ("cuda").
+    triggers = (exact_word("autocast"),)
+    required_triggers = (
+        (exact_word("backward"),),
+        (exact_word("float16"), exact_word("half"), exact_word("cuda")),
+    )
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    with torch.autocast('cuda'):\n"
         "        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",

@@ -17,6 +17,7 @@ import libcst as cst
 from dtype_lint.facts.amp import AutocastInfo, autocast_info, autocast_of_with
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 SCOPE_BOUNDARIES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -205,7 +206,10 @@ class BackwardInAutocast(_AutocastScope):
     name = "backward-in-autocast"
     summary = "Backward pass inside an autocast block"
     fix_safety = Safety.UNSAFE
-    triggers = ("autocast",)
+    # An autocast region (every autocast spelling, bound or partial, ends in the word "autocast") and
+    # a backward: ``.backward(...)``, ``torch.autograd.backward`` or ``torch.autograd.grad``.
+    triggers = (exact_word("autocast"),)
+    required_triggers = ((exact_word("backward"), exact_word("grad")),)
     valid = (
         "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\nloss.backward()\n",
         "import torch\nwith torch.autocast('cuda', enabled=False):\n    loss = model(x)\n    loss.backward()\n",
@@ -358,7 +362,10 @@ class BceUnderAutocast(_AutocastScope):
     name = "bce-under-autocast"
     summary = "Binary cross-entropy on probabilities inside autocast"
     fix_safety = Safety.UNSAFE
-    triggers = ("binary_cross_entropy", "BCELoss")
+    # ``torch.nn.functional.binary_cross_entropy`` or ``torch.nn.BCELoss`` (last name parts), inside
+    # an autocast region (the word "autocast").
+    triggers = (exact_word("binary_cross_entropy"), exact_word("BCELoss"))
+    required_triggers = ((exact_word("autocast"),),)
     valid = (
         "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
         "    loss = F.binary_cross_entropy_with_logits(model(x), y)\n",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
+from dtype_lint.prefilter import TRIGGER_PATTERN
 
 if TYPE_CHECKING:
     from dtype_lint.context import FileContext
@@ -48,9 +49,14 @@ class Rule:
     summary: ClassVar[str] = ""
     # Safety of the fix this rule offers, or None when it offers none.
     fix_safety: ClassVar[Safety | None] = None
-    # Substrings of which at least one must occur in a file for the rule to have anything to
-    # say; files where no enabled rule's trigger occurs are not parsed by libcst at all.
+    # Substrings of which at least one must occur in one of a file's code words (identifiers and
+    # string constants, see dtype_lint.prefilter) for the rule to have anything to say; a rule
+    # none of whose triggers occurs is not run on the file, and when no rule is left the file is
+    # not parsed by libcst at all. Empty: always run.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # Further conditions: from each group too, at least one trigger must occur (an AND of ORs),
+    # e.g. ``(LOWP_TRIGGERS,)`` for a rule that also needs a float16/bfloat16 value.
+    required_triggers: ClassVar[tuple[tuple[str, ...], ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Invalid, ...]] = ()
 
@@ -62,6 +68,9 @@ class Rule:
             raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
         if not NAME_PATTERN.match(cls.name):
             raise ValueError(f"{cls.__name__}: rule name must be kebab-case, got {cls.name!r}")
+        for trigger in cls.triggers + tuple(t for group in cls.required_triggers for t in group):
+            if not isinstance(trigger, str) or not TRIGGER_PATTERN.match(trigger):
+                raise ValueError(f"{cls.code}: trigger {trigger!r} is not a word (code words are identifiers and string words)")
         existing = REGISTRY.get(cls.code)
         if existing is not None and existing.__qualname__ != cls.__qualname__:
             raise DuplicateRuleError(

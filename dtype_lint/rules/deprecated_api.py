@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 # Deprecated qualified name -> (device, the torch.amp name that replaces it).
@@ -60,7 +61,13 @@ class DeprecatedAmpApi(Rule):
     name = "deprecated-amp-api"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     fix_safety = Safety.SAFE
-    triggers = ("amp",)
+    # Every part of a matched qualified name ``torch.{cuda,cpu}.amp.<name>`` is a code word (an
+    # attribute, an imported module part or an imported name): "amp", the device and the last part.
+    triggers = (exact_word("amp"),)
+    required_triggers = (
+        (exact_word("cuda"), exact_word("cpu")),
+        tuple(exact_word(name) for name in ("autocast", "GradScaler", "custom_fwd", "custom_bwd")),
+    )
     valid = (
         "import torch\nwith torch.amp.autocast('cuda'):\n    pass\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda')\n",

@@ -10,7 +10,9 @@ from dtype_lint.facts.amp import dtype_literal
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import DEFINITIONS, LOOPS, call_name, keyword, positional, receiver, walk
 from dtype_lint.findings import Confidence
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.param_casting import NOT_FP32_TRIGGERS
 
 # Conditions that differ between processes.
 RANK_WORDS = re.compile(
@@ -91,7 +93,14 @@ class RankDependentDtype(Rule):
     code = "DTL703"
     name = "rank-dependent-dtype"
     summary = "dtype chosen differently on different ranks"
-    triggers = ("rank", "main_process", "global_zero", "process_index", "is_master")
+    # An ``if`` on a RANK_WORDS name, holding a dtype literal (``dtype_literal``: torch.float16/half/
+    # bfloat16/float32/float/float64/double or the same as a string) or a cast (``.half()``/
+    # ``.bfloat16()``/``.float()``/``.double()``, ``.to(<dtype literal>)``).
+    triggers = (
+        "rank", "main_process", "global_zero", "world_process_zero", "process_index",
+        exact_word("is_master"), exact_word("is_main"),
+    )
+    required_triggers = (tuple(exact_word(w) for w in ("half", "bfloat16", "float", "double", "float16", "float32", "float64")),)
     valid = (
         "import torch\nif rank == 0:\n    dtype = torch.float16\nelse:\n    dtype = torch.float16\n",
         "import torch\nif rank == 0:\n    torch.save({k: v.half() for k, v in model.state_dict().items()}, 'ckpt.pt')\n",
@@ -256,7 +265,10 @@ class FsdpNonuniformDtype(Rule):
     code = "DTL704"
     name = "fsdp-nonuniform-dtype"
     summary = "FSDP1 wrap of a module with mixed parameter dtypes"
-    triggers = ("FullyShardedDataParallel",)
+    # An FSDP1 class (imported under its own name), and two float dtypes in the wrapped model (a
+    # float16/bfloat16 base with PEFT adapters, or a cast part), so one that is not float32.
+    triggers = (exact_word("FullyShardedDataParallel"),)
+    required_triggers = NOT_FP32_TRIGGERS
     valid = (
         "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nfrom torch import nn\n"
         "model = nn.Linear(4, 4).to(torch.bfloat16)\nmodel = FSDP(model)\n",

@@ -11,6 +11,7 @@ import libcst as cst
 from dtype_lint.facts.amp import dtype_literal, literal_bool, literal_string
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -74,7 +75,8 @@ class Tf32LegacyFlags(Rule):
     name = "tf32-legacy-flags"
     summary = "Legacy `allow_tf32` TF32 switch"
     fix_safety = Safety.SAFE
-    triggers = ("allow_tf32",)
+    # Only assignments to an attribute named ``allow_tf32`` are findings.
+    triggers = (exact_word("allow_tf32"),)
     valid = (
         'import torch\ntorch.backends.cuda.matmul.fp32_precision = "tf32"\n',
         "import torch\ntorch.set_float32_matmul_precision('high')\n",
@@ -226,7 +228,12 @@ class GlobalDefaultDtype(Rule):
     name = "global-default-dtype"
     summary = "Half-precision or deprecated global default tensor type"
     fix_safety = Safety.UNSAFE
-    triggers = ("set_default_dtype", "set_default_tensor_type")
+    # The last name parts of ``torch.set_default_dtype`` / ``torch.set_default_tensor_type``; the
+    # former reports only a float16/half/bfloat16 dtype literal.
+    triggers = (exact_word("set_default_dtype"), exact_word("set_default_tensor_type"))
+    required_triggers = (
+        tuple(exact_word(word) for word in ("set_default_tensor_type", "float16", "half", "bfloat16")),
+    )
     valid = (
         "import torch\ntorch.set_default_dtype(torch.float64)\n",
         "import torch\nimport contextlib\n@contextlib.contextmanager\ndef default_dtype(dtype):\n"
@@ -369,7 +376,8 @@ class AnomalyModeLeftOn(Rule):
     code = "DTL705"
     name = "anomaly-mode-left-on"
     summary = "Autograd anomaly detection left on for training"
-    triggers = ("anomaly",)
+    # ``set_detect_anomaly`` / ``detect_anomaly`` (names, or Lightning's keyword argument).
+    triggers = ("detect_anomaly",)
     valid = (
         "import torch\nif args.debug:\n    torch.autograd.set_detect_anomaly(True)\n",
         "import torch\ntorch.autograd.set_detect_anomaly(args.detect_anomaly)\n",

@@ -6,9 +6,11 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import assigned_name, call_name, is_true, keyword, positional, receiver, training_facts
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 # transformers renamed ``torch_dtype=`` to ``dtype=`` in this release (huggingface/transformers#39782).
@@ -74,7 +76,9 @@ class TorchDtypeKwarg(Rule):
     name = "torch-dtype-kwarg"
     summary = "`torch_dtype=` in transformers `from_pretrained` (renamed `dtype=` in 4.56)"
     fix_safety = Safety.SAFE
-    triggers = ("torch_dtype",)
+    # The ``torch_dtype=`` keyword, on a class imported from ``transformers`` (``_is_transformers_loader``).
+    triggers = (exact_word("torch_dtype"),)
+    required_triggers = ((exact_word("transformers"),),)
     valid = (
         "from transformers import AutoModel\nimport torch\nmodel = AutoModel.from_pretrained('bert-base-uncased', dtype=torch.float16)\n",
         "import torch\nfrom diffusers import StableDiffusionPipeline\npipe = StableDiffusionPipeline.from_pretrained(path, torch_dtype=torch.float16)\n",
@@ -151,7 +155,13 @@ class QuantizedFullFinetune(Rule):
     code = "DTL603"
     name = "quantized-full-finetune"
     summary = "Quantized model trained without adapters"
-    triggers = ("load_in_8bit", "load_in_4bit", "quantization_config")
+    # A quantizing keyword of a ``from_pretrained`` call, and a ``*Trainer`` or an optimizer
+    # (OPTIMIZER_NAME) that trains the model.
+    triggers = (exact_word("load_in_8bit"), exact_word("load_in_4bit"), exact_word("quantization_config"))
+    required_triggers = (
+        (exact_word("from_pretrained"),),
+        ("Trainer", "Adam", "SGD", "RMSprop", "Adagrad", "Adafactor", "Lion", "LAMB", "Lamb", "Adan", "Sophia"),
+    )
     valid = (
         "from transformers import AutoModelForCausalLM, Trainer\nfrom peft import get_peft_model, LoraConfig\n"
         "model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)\n"
@@ -284,7 +294,9 @@ class CkptDtypeLoad(Rule):
     code = "DTL602"
     name = "ckpt-dtype-load"
     summary = "Checkpoint loaded into a cast model (dtype replaced or overflowed)"
-    triggers = ("load_state_dict",)
+    # A ``load_state_dict`` call into a float16/bfloat16 module (``value.low_precision``).
+    triggers = (exact_word("load_state_dict"),)
+    required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4)\nmodel.load_state_dict(torch.load('ckpt.pt'), assign=True)\nmodel.to(torch.bfloat16)\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nmodel.load_state_dict(torch.load('ckpt.pt'))\n",
@@ -366,7 +378,10 @@ class Bf16NumpyExport(Rule):
     name = "bf16-numpy-export"
     summary = "`.numpy()` on a bfloat16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = ("numpy", "asarray", "np.array")
+    # ``.numpy()``, or ``numpy.asarray``/``array``/``asanyarray`` (imported from numpy), on a tensor that
+    # may be bfloat16: a bf16 spelling, or an autocast region (CPU autocast defaults to bf16).
+    triggers = (exact_word("numpy"),)
+    required_triggers = ((exact_word("bfloat16"), exact_word("bf16"), exact_word("BFloat16Tensor"), "autocast"),)
     valid = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nout = model(x)\ny = out.float().numpy()\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\npred = model(x).argmax(-1).cpu().numpy()\n",

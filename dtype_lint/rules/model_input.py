@@ -12,8 +12,10 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 LOSS_FUNCTIONS = frozenset(
@@ -25,6 +27,16 @@ LOSS_CLASS = re.compile(r"Loss$")
 TORCH_LAYER = re.compile(r"^torch\.nn\.(modules\.[\w.]+\.)?[A-Z]\w*$")
 CASTS_IN_FORWARD = re.compile(r"\.(to|half|float|bfloat16|double|type|type_as)\(|\.dtype\b|autocast")
 ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+# Prefilter triggers for float64 (see dtype_lint.prefilter and facts/flow/library.py). The flow
+# learns that a tensor is float64 from a dtype spelling (``torch.float64``, ``torch.double``,
+# ``"fp64"``, ``np.float_``, ``.double()``, ``DoubleTensor``), or from a NumPy array (a NumPy
+# float factory needs ``import numpy``; ``x.astype(float)``) turned into a tensor, which only a
+# ``torch.*`` function does (``from_numpy``, ``tensor``, ``as_tensor``). So a float64 tensor needs
+# a word of FP64_SPELLED, or a word of NUMPY_FP64 and the word ``torch``.
+FP64_SPELLED = (exact_word("float64"), exact_word("double"), exact_word("fp64"), exact_word("float_"), exact_word("DoubleTensor"))
+NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"))
+TORCH = exact_word("torch")
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -159,7 +171,8 @@ class LowpModelFp32Input(Rule):
     name = "lowp-model-fp32-input"
     summary = "Half/bfloat16 model called on a float32 tensor outside autocast"
     fix_safety = Safety.UNSAFE
-    triggers = ("half", "Half", "16")
+    # The called module must be float16/bfloat16 (``module.dtypes & LOW``).
+    triggers = LOWP_TRIGGERS
     valid = (
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nwith torch.autocast('cuda'):\n    model(torch.randn(1, 10))\n",
@@ -272,7 +285,8 @@ class PartialLowpCast(Rule):
     code = "DTL102"
     name = "partial-lowp-cast"
     summary = "Part of a model cast to low precision, the rest float32, called outside autocast"
-    triggers = ("half", "Half", "16")
+    # Both paths need a float16/bfloat16 model or submodule (``parent.dtype in LOW``, ``cast.dtypes <= LOW``).
+    triggers = LOWP_TRIGGERS
     valid = (
         "import torch\nfrom torch import nn\nmodel = Net()\nmodel.head = nn.Linear(8, 2)\nmodel.half()\nmodel(x)\n",
         "import torch\nfrom torch import nn\nmodel = Net().half()\nmodel.head = nn.Linear(8, 2).half()\nmodel(x)\n",
@@ -419,7 +433,9 @@ class AutocastBoundaryLeak(Rule):
     name = "autocast-boundary-leak"
     summary = "Autocast output reaches a float32 layer outside the (enabled) region"
     fix_safety = Safety.SAFE
-    triggers = ("autocast",)
+    # The argument must come from an autocast region (``value.autocast``): ``torch.autocast``,
+    # ``torch.cuda.amp.autocast``, ``accelerator.autocast()`` all spell the whole word.
+    triggers = (exact_word("autocast"),)
     valid = (
         "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\n    y = head(h)\n",
         "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\nwith torch.autocast('cuda', enabled=False):\n    y = head(h.float())\n",
@@ -519,7 +535,10 @@ class IndexOpDtype(Rule):
     name = "index-op-dtype"
     summary = "Index/scatter op with destination and source of different dtypes"
     fix_safety = Safety.SAFE
-    triggers = ("torch",)
+    # Destination and source must have two different float dtypes, so one is float16, bfloat16 or
+    # float64 (a float64 from NumPy becomes a tensor only through ``torch.*``, hence the group).
+    triggers = LOWP_TRIGGERS + FP64_SPELLED + NUMPY_FP64
+    required_triggers = (LOWP_TRIGGERS + FP64_SPELLED + (TORCH,),)
     valid = (
         "import torch\nm = torch.zeros(4, 2, dtype=torch.float16)\nm.index_add_(0, idx, torch.ones(1, 2).half())\n",
         "import torch\nm = torch.zeros(4, dtype=torch.float16)\nm[0] = torch.ones(())\n",
@@ -637,7 +656,10 @@ class NumpyFloat64Leak(Rule):
     name = "numpy-float64-leak"
     summary = "NumPy float64 data reaches a float32 model or loss"
     fix_safety = Safety.UNSAFE
-    triggers = ("numpy", "np.", "float64", "pandas")
+    # The float64 must come from a NumPy array (``_from_numpy``): a NumPy factory or ``.astype``,
+    # turned into a tensor by a ``torch.*`` function.
+    triggers = NUMPY_FP64
+    required_triggers = ((TORCH,),)
     valid = (
         "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8).astype(np.float32))\nmodel(x)\n",
         "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2).double()\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
@@ -742,7 +764,10 @@ class IntBoolDtype(Rule):
     name = "int-bool-dtype"
     summary = "Op given an int/bool/float tensor of the wrong category"
     fix_safety = Safety.UNSAFE
-    triggers = ("torch",)
+    # Tensors known to the flow mostly come from ``torch.*``; ``.mean()`` and ``masked_fill`` are also
+    # flagged on tensors made without torch (``(logits.argmax(-1) == labels).mean()`` in a helper).
+    # Not strictly necessary for a float index (``x[idx.float()]``) in a file without the word torch.
+    triggers = ("torch", exact_word("mean"), "masked_fill")
     valid = (
         "import torch\nacc = (torch.randn(4, 3).argmax(-1) == torch.randint(0, 3, (4,))).float().mean()\n",
         "import torch\nimport torch.nn.functional as F\nloss = F.binary_cross_entropy_with_logits(torch.randn(4), torch.randint(0, 2, (4,)).float())\n",

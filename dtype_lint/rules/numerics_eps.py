@@ -7,6 +7,7 @@ import dataclasses
 import libcst as cst
 
 from dtype_lint.findings import Fix, Safety
+from dtype_lint.prefilter import POWER_WORD, magnitude_words
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
     FP16,
@@ -86,6 +87,8 @@ class TinyEpsLowp(Rule):
     summary = "Epsilon below 6e-8 rounds to zero on a float16 tensor"
     fix_safety = Safety.UNSAFE
     triggers = FP16_MENTIONS
+    # A positive number below 6e-8: a literal of 1e-8 or less, or a quotient or power that makes one.
+    required_triggers = (magnitude_words(-324, -8) + magnitude_words(8, 308) + (POWER_WORD,),)
     valid = (
         # float32 tensor: 1e-8 is representable.
         "import torch\nprobs = torch.rand(4, 10)\nloss = -torch.log(probs + 1e-8).mean()\n",

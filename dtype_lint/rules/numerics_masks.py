@@ -8,7 +8,9 @@ import math
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.prefilter import INFINITY_WORD, POWER_WORD, exact_word, magnitude_words
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
     FP16,
@@ -93,6 +95,9 @@ class OverflowLiteral(Rule):
     summary = "Literal beyond float16's range (|x| > 65504) written into a float16 tensor"
     fix_safety = Safety.UNSAFE
     triggers = FP16_MENTIONS
+    # A finite number beyond 65504: a literal of 1e4 or more (possibly inside a string, or in a
+    # constant the value reaches through a name), or a power of smaller ones.
+    required_triggers = (magnitude_words(4, 308) + (POWER_WORD,),)
     valid = (
         # bfloat16 has float32's range: -1e9 fits.
         "import torch\nscores = torch.randn(2, 4, 4, dtype=torch.bfloat16)\nmask = torch.ones(2, 4, 4, dtype=torch.bool)\n"
@@ -382,21 +387,8 @@ class _Saturations:
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-
-    class _Visitor(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None:
-                found.append(node.value)
-
-    function.visit(_Visitor())
-    return found
+    # not into nested defs and lambdas: their returns are theirs
+    return [node.value for node in walk(function) if isinstance(node, cst.Return) and node.value is not None]
 
 
 class AdditiveMaskNan(Rule):
@@ -436,7 +428,8 @@ class AdditiveMaskNan(Rule):
     code = "DTL502"
     name = "additive-mask-nan"
     summary = "Two finfo.min / -inf additive masks added together overflow to -inf (NaN after softmax)"
-    triggers = ("finfo", "inf", "Inf", "e3", "e+3", "e4")  # what a saturated fill is written with
+    # What a saturated fill is written with: finfo, an inf name or string, or a literal of 1e38 or more.
+    triggers = ("finfo", exact_word(INFINITY_WORD)) + tuple(exact_word(name) for name in ("inf", "Inf", "PINF")) + magnitude_words(38, 308)
     valid = (
         # one saturated mask, combined with a boolean mask by masked_fill: never -inf.
         "import torch\ndef mask(attention_mask, T, dtype):\n    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)\n"

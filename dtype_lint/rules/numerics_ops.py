@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import POWER_WORD, exact_word
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
     BF16,
@@ -95,6 +97,8 @@ class LowpSensitiveOp(Rule):
     name = "lowp-sensitive-op"
     summary = "Overflow-prone op (exp, pow, var, norm, softmax, cumsum...) on a float16 tensor outside autocast"
     triggers = LOWP_MENTIONS
+    # One of the ops, by name, or the ** operator.
+    required_triggers = (tuple(exact_word(name) for name in sorted(SENSITIVE)) + (POWER_WORD,),)
     valid = (
         # float32 on purpose before the sensitive ops.
         "import torch\nx = torch.randn(4, 64, dtype=torch.float16)\nvariance = x.float().pow(2).mean(-1, keepdim=True)\n",
@@ -374,6 +378,8 @@ class FactoryDefaultDtype(Rule):
     summary = "Factory without dtype= (float32) combined with a float16/bfloat16 tensor"
     fix_safety = Safety.UNSAFE
     triggers = LOWP_MENTIONS
+    # The float32 side is one of the torch factories below, called without dtype=.
+    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
     valid = (
         "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\nnoise = torch.randn(4, 8, dtype=h.dtype)\ny = h + noise\n",
         "import torch\nh = torch.randn(4, 8, dtype=torch.float16)\ny = h * torch.tensor(0.5)\n",
@@ -495,14 +501,7 @@ class FactoryDefaultDtype(Rule):
 
 
 def _names_in(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.append(name)
-
-    node.visit(_Names())
-    return found
+    return [child for child in walk(node, into_definitions=True) if isinstance(child, cst.Name)]
 
 
 def _zero_dim(call: cst.Call, name: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_string
+from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.findings import Confidence
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
@@ -92,6 +93,8 @@ class LowpIntegerPositions(Rule):
     name = "lowp-integer-positions"
     summary = "Positions (arange) built in float16/bfloat16 lose integer exactness"
     triggers = ("arange",)
+    # The positions end up float16/bfloat16: a dtype= or a cast the flow knows as low precision.
+    required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nt = torch.arange(4096, dtype=torch.float32)\n",
         # small literal range: exact in bfloat16.
@@ -235,6 +238,8 @@ class Fp16OnBf16Pretrained(Rule):
     name = "fp16-on-bf16-pretrained"
     summary = "Checkpoint pretrained in bfloat16 (T5, Gemma...) loaded or cast to float16"
     triggers = ("from_pretrained", "pipeline")
+    # ...and float16 is asked for (torch_dtype=, .half(), .to(torch.float16)).
+    required_triggers = (FP16_TRIGGERS,)
     valid = (
         "import torch\nfrom transformers import AutoModelForSeq2SeqLM\n"
         "model = AutoModelForSeq2SeqLM.from_pretrained('google/flan-t5-large', torch_dtype=torch.bfloat16)\n",

@@ -13,9 +13,22 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
+from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.findings import Confidence
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.model_input import code, dtype_phrase
+from dtype_lint.rules.model_input import FP64_SPELLED, NUMPY_FP64, TORCH, code, dtype_phrase
+
+# Prefilter: the flow records an optimizer (``flow.optimizers``) only for a class of ``torch.optim``
+# (the word ``optim``) or one whose name matches library.OPTIMIZER_CLASS from transformers,
+# bitsandbytes, apex, timm or deepspeed; the qualified name's last part is a code word.
+OPTIMIZER_TRIGGERS = (
+    "optim", "Optimizer", "Adam", "SGD", "RMSprop", "Adagrad", "Adadelta", "Lion", "Adafactor", "LAMB", "Lamb",
+    "LBFGS", "Sophia", "Muon",
+)
+# A model whose dtype changes between two float dtypes holds one of float16, bfloat16 or float64
+# (see model_input.FP64_SPELLED); torch's Module.to() refuses integer dtypes.
+NOT_FP32_TRIGGERS = (LOWP_TRIGGERS + FP64_SPELLED + NUMPY_FP64, LOWP_TRIGGERS + FP64_SPELLED + (TORCH,))
 
 EVAL_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|validate|validation|val|valid|test|predict|inference|infer|generate|"
@@ -112,7 +125,9 @@ class HalfWholeModelTrain(Rule):
     code = "DTL401"
     name = "half-whole-model-train"
     summary = "Whole model cast to float16 and then trained"
-    triggers = ("half", "Half", "float16")
+    # The optimizer's parameters must be float16 (``FP16 in params.dtypes``); an optimizer must exist.
+    triggers = FP16_TRIGGERS
+    required_triggers = (OPTIMIZER_TRIGGERS,)
     valid = (
         "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.AdamW(model.parameters())\n",
         "import torch\nmodel = torch.nn.Linear(4, 4).half()\nmodel.eval()\nwith torch.no_grad():\n    y = model(x)\n",
@@ -201,7 +216,10 @@ class ParamDtypeAssign(Rule):
     code = "DTL402"
     name = "param-dtype-assign"
     summary = "Parameter or gradient downcast by hand"
-    triggers = (".data", ".grad")
+    # An assignment to ``.data``/``.grad`` of a float16/bfloat16 value (``value.dtypes <= LOW``) whose
+    # target has the "param" role: a loop over ``parameters()``, ``nn.Parameter``, ``.weight``/``.bias``.
+    triggers = (exact_word("data"), exact_word("grad"))
+    required_triggers = (LOWP_TRIGGERS, ("parameters", exact_word("Parameter"), exact_word("weight"), exact_word("bias")))
     valid = (
         "import torch\nfor p in model.parameters():\n    if p.requires_grad:\n        p.data = p.data.float()\n",
         "import torch\nfor p in model.parameters():\n    p.grad = None\n",
@@ -328,7 +346,9 @@ class DtypeToggleWithOptimizer(Rule):
     code = "DTL403"
     name = "dtype-toggle-with-optimizer"
     summary = "Model dtype changed in a training loop after its optimizer was built"
-    triggers = ("half", "float", "16", "double")
+    # An optimizer, and a cast to another dtype than its parameters': two float dtypes, one not float32.
+    triggers = OPTIMIZER_TRIGGERS
+    required_triggers = NOT_FP32_TRIGGERS
     valid = (
         "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.Adam(model.parameters())\nfor x in loader:\n"
         "    model(x).sum().backward()\n    opt.step()\nmodel.half()\n",
@@ -426,7 +446,9 @@ class Fp16AdamEps(Rule):
     code = "DTL404"
     name = "fp16-adam-eps"
     summary = "Adam/AdamW with eps below float16's range over float16 parameters"
+    # An Adam-named optimizer (``ADAM.search``) over float16 parameters (``FP16 in params.dtypes``).
     triggers = ("Adam",)
+    required_triggers = (FP16_TRIGGERS,)
     valid = (
         "import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.AdamW(model.parameters())\n",
         "import torch\nmodel = torch.nn.Linear(4, 4).half()\nopt = torch.optim.AdamW(model.parameters(), eps=1e-4)\n",
@@ -513,7 +535,14 @@ class EvalDtypeFlip(Rule):
     code = "DTL405"
     name = "eval-dtype-flip"
     summary = "Evaluation casts the model and does not cast it back"
-    triggers = ("half", "float", "16")
+    # The cast is in a function named like EVAL_FUNCTION (matched ignoring case: the usual three
+    # spellings of each word) or decorated with no_grad/inference_mode, its model is trained by an
+    # optimizer, and the cast changes its dtype (two float dtypes, one not float32).
+    triggers = (
+        "val", "Val", "VAL", "test", "Test", "TEST", "predict", "Predict", "PREDICT", "infer", "Infer", "INFER",
+        "generate", "Generate", "GENERATE", "sampl", "Sampl", "SAMPL", "no_grad", "inference_mode",
+    )
+    required_triggers = (OPTIMIZER_TRIGGERS,) + NOT_FP32_TRIGGERS
     valid = (
         "import torch\nmodel = Net().half()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n@torch.no_grad()\n"
         "def validate():\n    model.float()\n    run(model)\n    model.half()\n",

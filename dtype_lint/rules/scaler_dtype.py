@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool
+from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Kind
 from dtype_lint.facts.training import (
@@ -21,6 +22,7 @@ from dtype_lint.facts.training import (
     walk,
 )
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 
@@ -79,7 +81,10 @@ class ScalerWithBf16(Rule):
     name = "scaler-with-bf16"
     summary = "GradScaler enabled for bfloat16 training"
     fix_safety = Safety.UNSAFE
+    # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
+    # parameters the flow knows of (LOWP_TRIGGERS, which hold "autocast" too).
     triggers = ("GradScaler",)
+    required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
         "import torch\namp_dtype = torch.bfloat16 if bf16 else torch.float16\n"
@@ -255,7 +260,10 @@ class Fp16TrainableParams(Rule):
     code = "DTL302"
     name = "fp16-trainable-params"
     summary = "float16 parameters trained with loss scaling"
-    triggers = ("GradScaler", "fp16", "half", "float16")
+    # Loss scaling: a GradScaler, or ``*Arguments(fp16=True)`` / ``Accelerator(mixed_precision="fp16")``
+    # (both spell the word "fp16"); and an fp16 value the flow knows of (FP16_TRIGGERS).
+    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"))
+    required_triggers = (("GradScaler", exact_word("fp16")), FP16_TRIGGERS)
     valid = (
         "import torch\nmodel = Net().cuda()\noptimizer = torch.optim.AdamW(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).half()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
@@ -369,7 +377,10 @@ class ScalerAccumulation(Rule):
     code = "DTL306"
     name = "scaler-accumulation"
     summary = "GradScaler step/update split across a gradient-accumulation boundary"
-    triggers = ("scaler",)
+    # Scaler events (``.step``/``.update``/``.unscale_`` of a receiver named like a scaler or bound
+    # to a GradScaler call, see dtype_lint.facts.scaler.is_scaler).
+    triggers = ("scaler", "GradScaler")
+    required_triggers = ((exact_word("step"), exact_word("update"), exact_word("unscale_")),)
     valid = (
         "for i, batch in enumerate(loader):\n    scaler.scale(model(batch) / accum).backward()\n"
         "    if (i + 1) % accum == 0:\n        scaler.step(optimizer)\n        scaler.update()\n        optimizer.zero_grad()\n",
@@ -507,7 +518,13 @@ class ScalerWithoutLowp(Rule):
     code = "DTL307"
     name = "scaler-without-lowp"
     summary = "GradScaler in a loop with no low precision"
+    # A GradScaler construction, and either ``<scaler>.scale(loss).backward()`` or an autocast
+    # whose ``enabled=`` flag differs: (scale or autocast) and (backward or autocast).
     triggers = ("GradScaler",)
+    required_triggers = (
+        (exact_word("scale"), exact_word("autocast")),
+        (exact_word("backward"), exact_word("autocast")),
+    )
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda'):\n    loss = model(x)\nscaler.scale(loss).backward()\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=args.fp16)\nloss = model(x)\nscaler.scale(loss).backward()\n",

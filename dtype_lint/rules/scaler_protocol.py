@@ -12,6 +12,7 @@ import libcst as cst
 
 from dtype_lint.facts.scaler import Event, Kind, ScalerFacts
 from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 
@@ -29,6 +30,11 @@ def _is_lone_expression(event: Event) -> bool:
 def _callee(event: Event) -> str:
     func = event.call.func
     return func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "clip")
+
+
+# A scaler is a receiver whose last name part ends in "scaler" or one bound to a GradScaler call
+# (whose qualified name ends in the word "GradScaler"): see dtype_lint.facts.scaler.is_scaler.
+SCALER_TRIGGERS = ("scaler", "GradScaler")
 
 
 class _ScalerRule(Rule):
@@ -95,7 +101,10 @@ class ClipBeforeUnscale(_ScalerRule):
     name = "clip-before-unscale"
     summary = "Gradient clipping on still-scaled gradients"
     fix_safety = Safety.SAFE
+    # A clip call (torch.nn.utils.clip_grad_norm_/clip_grad_value_/clip_grad_norm) and a later
+    # ``<scaler>.step(opt)`` of a scaler are needed for every finding.
     triggers = ("clip_grad",)
+    required_triggers = ((exact_word("step"),), SCALER_TRIGGERS)
     valid = (
         "import torch\nfor x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.unscale_(optimizer)\n"
         "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(optimizer)\n    scaler.update()\n",
@@ -230,7 +239,9 @@ class ScalerStateMachine(_ScalerRule):
     code = "DTL304"
     name = "scaler-state-machine"
     summary = "GradScaler calls out of order within an iteration"
-    triggers = ("scaler",)
+    # Every finding is on a scaler's ``.step``/``.unscale_`` (or an ``.update`` before a ``.step``).
+    triggers = SCALER_TRIGGERS
+    required_triggers = ((exact_word("step"), exact_word("unscale_")),)
     valid = (
         "for x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.unscale_(opt)\n    clip(model)\n"
         "    scaler.step(opt)\n    scaler.update()\n",
@@ -401,7 +412,9 @@ class StepBypassesScaler(_ScalerRule):
     name = "step-bypasses-scaler"
     summary = "Optimizer stepped directly after a scaled backward"
     fix_safety = Safety.UNSAFE
-    triggers = ("scale",)
+    # Needs ``<scaler>.scale(loss)`` (the attribute "scale"), its ``.backward()`` and an ``opt.step()``.
+    triggers = (exact_word("scale"),)
+    required_triggers = ((exact_word("backward"),), (exact_word("step"),), SCALER_TRIGGERS)
     valid = (
         "for x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"
         "    lr_scheduler.step()\n",

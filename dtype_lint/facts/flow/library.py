@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from dtype_lint.facts.flow.values import BF16, BOOL, FP16, FP32, FP64, INT
+from dtype_lint.prefilter import exact_word
 
 # torch.<name>(...) with no dtype= gives the default float dtype.
 TORCH_FLOAT_FACTORIES = frozenset(
@@ -40,6 +41,14 @@ DTYPE_WORDS = {
 }
 for _name in INT_DTYPE_NAMES:
     DTYPE_WORDS[_name] = INT
+
+# Prefilter triggers (see dtype_lint.prefilter). The flow learns that a value is float16 or
+# bfloat16 only from a spelling above (``torch.float16``, ``"bf16"``, ``.half()``, ``HalfTensor``)
+# or from an autocast region (``torch.autocast``, ``accelerator.autocast()``, ``get_autocast_dtype``):
+# a file whose code words hold none of these has no low-precision value, and a rule that needs one
+# cannot fire there.
+FP16_TRIGGERS = (exact_word("float16"), exact_word("half"), exact_word("fp16"), exact_word("HalfTensor"), "autocast")
+LOWP_TRIGGERS = FP16_TRIGGERS + (exact_word("bfloat16"), exact_word("bf16"), exact_word("BFloat16Tensor"))
 
 # Methods that cast (module in place; tensor to a new tensor).
 CAST_METHODS = {"half": FP16, "float": FP32, "bfloat16": BF16, "double": FP64}
