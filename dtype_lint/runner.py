@@ -20,9 +20,10 @@ class InternalError(Exception):
     pass
 
 
-class _Dispatcher(cst.CSTVisitor):
+class _Dispatcher:
+    """Calls each rule's ``visit_<Node>`` / ``leave_<Node>`` hooks for a node."""
+
     def __init__(self, ctx: FileContext, rules: list[Rule]) -> None:
-        super().__init__()
         self.ctx = ctx
         self.rules = rules
         self.failed: dict[str, str] = {}

@@ -16,6 +16,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import AutocastInfo, autocast_info, autocast_of_with
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -36,16 +37,14 @@ class _AutocastScope(Rule):
             bound: dict[str, list[AutocastInfo | None]] = {}
             names = self.ctx.names
 
-            class Finder(cst.CSTVisitor):
-                def visit_Assign(self, node: cst.Assign) -> None:
+            for node in walk(self.ctx.module, into_definitions=True):
+                if type(node) is cst.Assign:
                     for target in node.targets:
                         text = dotted_name(target.target)
                         if text is not None:
                             value = node.value
                             key = f"{text}()" if _autocast_partial(names, value) is not None else text
                             bound.setdefault(key, []).append(_context_value(names, value))
-
-            self.ctx.module.visit(Finder())
             self._context_names = {
                 text: infos[0]
                 for text, infos in sorted(bound.items())
@@ -137,19 +136,6 @@ def _is_tail_call(call: cst.Call) -> bool:
     return isinstance(func, cst.Name) and func.value in TAIL_FUNCTIONS
 
 
-class _Calls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-        self.other = False  # something besides calls and their plumbing: an assignment target etc.
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-    def visit_FunctionDef(self, node) -> bool:
-        self.other = True
-        return False
-
-
 def _is_tail_statement(statement: cst.CSTNode) -> bool:
     """A statement made only of backward / optimizer-step calls (``scaler.step(opt)``, ...)."""
     if isinstance(statement, cst.SimpleStatementLine):
@@ -157,9 +143,13 @@ def _is_tail_statement(statement: cst.CSTNode) -> bool:
             return False
     elif not isinstance(statement, cst.If):
         return False
-    finder = _Calls()
-    statement.visit(finder)
-    return bool(finder.calls) and not finder.other and all(_is_tail_call(call) for call in finder.calls)
+    calls: list[cst.Call] = []
+    for node in walk(statement, into_definitions=True):
+        if type(node) is cst.FunctionDef:
+            return False  # a nested def: more than calls and their plumbing
+        if type(node) is cst.Call:
+            calls.append(node)
+    return bool(calls) and all(_is_tail_call(call) for call in calls)
 
 
 class BackwardInAutocast(_AutocastScope):
@@ -408,15 +398,13 @@ class BceUnderAutocast(_AutocastScope):
             bound: dict[str, list[bool]] = {}
             names = self.ctx.names
 
-            class Finder(cst.CSTVisitor):
-                def visit_Assign(self, node: cst.Assign) -> None:
+            for node in walk(self.ctx.module, into_definitions=True):
+                if type(node) is cst.Assign:
                     for target in node.targets:
                         text = dotted_name(target.target)
                         if text is not None:
                             is_bce = isinstance(node.value, cst.Call) and names.matches(node.value.func, *BCE_CLASSES)
                             bound.setdefault(text, []).append(bool(is_bce))
-
-            self.ctx.module.visit(Finder())
             self._bce_names = {text for text, kinds in bound.items() if all(kinds)}
         return self._bce_names
 

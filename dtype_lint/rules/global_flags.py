@@ -10,7 +10,8 @@ import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool, literal_string
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.facts.training import calls_in, children_in_source_order, walk
+from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -153,28 +154,22 @@ class Tf32LegacyFlags(Rule):
         count = 0
         names = self.ctx.names
 
-        class Counter(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                nonlocal count
-                if node.attr.value == "allow_tf32" and names.matches(node, *LEGACY_TF32):
-                    count += 1
-
-        self.ctx.module.visit(Counter())
+        for node in walk(self.ctx.module, into_definitions=True):
+            if type(node) is cst.Attribute and node.attr.value == "allow_tf32" and names.matches(node, *LEGACY_TF32):
+                count += 1
         return count
 
     def _fixable_assignments(self) -> int:
         count = 0
         names = self.ctx.names
 
-        class Counter(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                nonlocal count
-                target = node.targets[0].target if len(node.targets) == 1 else None
-                if isinstance(target, cst.Attribute) and names.matches(target, *LEGACY_TF32):
-                    if literal_bool(node.value) is not None:
-                        count += 1
-
-        self.ctx.module.visit(Counter())
+        for node in walk(self.ctx.module, into_definitions=True):
+            if type(node) is not cst.Assign:
+                continue
+            target = node.targets[0].target if len(node.targets) == 1 else None
+            if isinstance(target, cst.Attribute) and names.matches(target, *LEGACY_TF32):
+                if literal_bool(node.value) is not None:
+                    count += 1
         return count
 
 
@@ -272,13 +267,9 @@ class GlobalDefaultDtype(Rule):
         names = self.ctx.names
         count = 0
 
-        class Finder(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> None:
-                nonlocal count
-                if names.matches(call.func, "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_default_tensor_type"):
-                    count += 1
-
-        function.visit(Finder())
+        for call in calls_in(function, into_definitions=True):
+            if names.matches(call.func, "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_default_tensor_type"):
+                count += 1
         return count > 1
 
     def _default_dtype(self, node: cst.Call) -> None:
@@ -465,27 +456,21 @@ class AnomalyModeLeftOn(Rule):
     def _training_inside(self, node: cst.With) -> str | None:
         found: list[str] = []
 
-        class Finder(cst.CSTVisitor):
-            def visit_FunctionDef(self, _node) -> bool:
-                return False
-
-            def visit_Lambda(self, _node) -> bool:
-                return False
-
-            def visit_For(self, _node) -> None:
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:  # source order; not into nested defs and lambdas (their code runs later)
+            inner = stack.pop()
+            kind = type(inner)
+            if kind is cst.FunctionDef or kind is cst.Lambda:
+                continue
+            if kind is cst.For or kind is cst.While:
                 found.append("a training loop")
-
-            def visit_While(self, _node) -> None:
-                found.append("a training loop")
-
-            def visit_Call(self, call: cst.Call) -> None:
-                func = call.func
+            elif kind is cst.Call:
+                func = inner.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "backward":
                     found.append("the backward pass")
                 elif TRAINING_CALL.match((dotted_name(func) or "").rsplit(".", 1)[-1]):
                     found.append(f"`{dotted_name(func)}(...)`")
-
-        node.body.visit(Finder())
+            stack.extend(reversed(children_in_source_order(inner)))
         if "the backward pass" in found:
             return "the backward pass"
         return found[0] if found else None

@@ -14,6 +14,7 @@ import libcst as cst
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -381,18 +382,11 @@ class PartialLowpCast(Rule):
         function = self.ctx.enclosing(node, cst.FunctionDef)
         if function is None:
             return False
-        found = []
-
-        class Returns(cst.CSTVisitor):
-            def visit_FunctionDef(self, inner):
-                return inner is function
-
-            def visit_Return(self, ret):
-                if ret.value is not None and dotted_name(ret.value) == key:
-                    found.append(ret)
-
-        function.visit(Returns())
-        return bool(found)
+        # not into nested functions (classes and lambdas hold no return of this one either way)
+        return any(
+            type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key
+            for node in walk(function)
+        )
 
 
 # -- DTL103 -----------------------------------------------------------------------------------
