@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import multiprocessing
 import os
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -246,6 +244,10 @@ def check_files(
     work = [(display, fs_path, settings, prefilter, cache) for display, fs_path in files]
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
         return [_check_file_args(item) for item in work]
+    # Imported here: a pre-commit-sized run never starts a pool and need not pay for the import.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         chunk = max(1, len(work) // (jobs * 8))
