@@ -538,3 +538,42 @@ def _in_function(lines: list[str], number: int) -> str:
         if line.startswith("def "):
             return line[4:].split("(")[0]
     return ""
+
+
+FROZEN_BASE = (
+    "import torch\nimport torch.nn as nn\n\n"
+    "class Adapter(nn.Module):\n"
+    "    def __init__(self, base):\n"
+    "        super().__init__()\n"
+    "        self.base = base\n"
+    "        self.lora = nn.Linear(16, 16)\n\n"
+    "base = nn.Linear(16, 16).half()\n"
+    "base.requires_grad_(False)\n"
+    "model = Adapter(base)\n"
+    "optimizer = torch.optim.AdamW({params}, lr=1e-3)\n"
+    "scaler = torch.amp.GradScaler('cuda')\n"
+    "for x in range(3):\n"
+    "    scaler.scale(model(x).sum()).backward()\n"
+    "    scaler.step(optimizer)\n"
+    "    scaler.update()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        "[p for p in model.parameters() if p.requires_grad]",
+        "filter(lambda p: p.requires_grad, model.parameters())",
+    ],
+)
+def test_optimizer_over_trainable_params_of_a_mixed_model_is_low_confidence(params):
+    # A frozen float16 base under float32 adapters: the optimizer never sees the float16 weights.
+    report = check_text(FROZEN_BASE.format(params=params), "lora.py", Settings(min_confidence=Confidence.LOW))
+    found = {(f.code, f.confidence) for f in report.findings if f.code in ("DTL302", "DTL404")}
+    assert found == {("DTL302", Confidence.LOW), ("DTL404", Confidence.LOW)}
+
+
+def test_optimizer_over_all_params_of_a_mixed_model_stays_medium():
+    report = check_text(FROZEN_BASE.format(params="model.parameters()"), "lora.py", Settings())
+    found = {(f.code, f.confidence) for f in report.findings if f.code in ("DTL302", "DTL404")}
+    assert found == {("DTL302", Confidence.MEDIUM), ("DTL404", Confidence.MEDIUM)}

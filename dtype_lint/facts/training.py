@@ -396,6 +396,28 @@ class TrainingFacts:
         return {default}, f"the {info.device.upper()} default"
 
 
+def trains_only_requires_grad(ctx, optimizer: cst.Call) -> bool:
+    """The optimizer is handed only the parameters that require grad
+    (``[p for p in model.parameters() if p.requires_grad]``, ``filter(lambda p: p.requires_grad,
+    ...)``), directly or through a name: the frozen part of a mixed-dtype model (a float16 base
+    under float32 adapters) is then not trained."""
+    params = keyword(optimizer, "params")
+    if params is None:
+        positional = [arg for arg in optimizer.args if arg.keyword is None and not arg.star]
+        params = positional[0].value if positional else None
+    if params is None:
+        return False
+    candidates = [params]
+    name = target_text(params)
+    if name is not None:
+        candidates += [value for _, value in training_facts(ctx).assignments.get(name, ())]
+    return any(
+        type(node) is cst.Attribute and node.attr.value == "requires_grad"
+        for candidate in candidates
+        for node in walk(candidate, into_definitions=True)
+    )
+
+
 def training_facts(ctx) -> TrainingFacts:
     facts = getattr(ctx, "_training_facts", None)
     if facts is None:

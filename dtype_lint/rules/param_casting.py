@@ -14,6 +14,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
+from dtype_lint.facts.training import trains_only_requires_grad
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -483,8 +484,18 @@ class Fp16AdamEps(Rule):
                 f"`{_optimizer_name(self.ctx, optimizer)}` updates float16 parameters ({dtype_phrase(params, FP16)}) with "
                 f"{eps_text}, which is 0 in float16 (smallest subnormal 6e-8): a zero second moment gives 0/0 = NaN "
                 f"weights. Keep float32 master weights (autocast), or raise eps (e.g. 1e-4) as a stopgap",
-                confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
+                confidence=self._confidence(params, optimizer),
             )
+
+
+    def _confidence(self, params, optimizer) -> Confidence:
+        if params.certain:
+            return Confidence.HIGH
+        if trains_only_requires_grad(self.ctx, optimizer.node):
+            # mixed dtypes and only the trainable parameters: most likely a frozen float16 base
+            # under float32 adapters, whose float16 weights this optimizer never updates
+            return Confidence.LOW
+        return Confidence.MEDIUM
 
 
 def _number(node: cst.BaseExpression) -> float | None:

@@ -19,6 +19,7 @@ from dtype_lint.facts.training import (
     positional,
     string_value,
     training_facts,
+    trains_only_requires_grad,
     walk,
 )
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -296,12 +297,18 @@ class Fp16TrainableParams(Rule):
             if params is None or not params.may_be("fp16") or params.role == "peft":
                 continue
             certain = params.certain and not frozen
+            if not params.only("fp16") and trains_only_requires_grad(self.ctx, optimizer.node):
+                # A mixed model whose optimizer takes only trainable parameters: the usual shape is a
+                # frozen float16 base under float32 adapters (PEFT without the import), which is fine.
+                confidence = Confidence.LOW
+            else:
+                confidence = Confidence.HIGH if certain else Confidence.MEDIUM
             self.report(
                 optimizer.node,
                 f"`{optimizer.target}` is {params.describe()} {params.since('fp16')} and this optimizer trains its"
                 f" parameters with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16"
                 " gradients.\"); keep the weights float32 and let autocast run fp16",
-                confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+                confidence=confidence,
             )
         for call in facts.calls:
             if call_name(call) not in ("Trainer", "Seq2SeqTrainer") or not scaling.startswith("`"):

@@ -23,6 +23,7 @@ from dtype_lint.facts.flow.values import (
     Origin, Value, join, make, promote,
 )
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import child_nodes
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
 MAX_RUNS_PER_FUNCTION = 6  # distinct argument sets interpreted per function
@@ -1352,7 +1353,7 @@ class Interpreter:
                 continue
             if value is not None and value.kind == MODULE:
                 continue
-            stack.extend(reversed([c for c in current.children if isinstance(c, cst.CSTNode)]))
+            stack.extend(reversed(child_nodes(current)))  # (node.children rebuilds the node)
         if not found:
             return None
         result = found[0]
