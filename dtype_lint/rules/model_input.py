@@ -205,6 +205,10 @@ class LowpModelFp32Input(Rule):
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
             return
+        if _root_name(module_node) == "self":
+            # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``
+            # is the caller's, and the finding belongs (and is reported) at that call.
+            return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         for arg in arguments(node):
             if arg.star:
@@ -387,6 +391,13 @@ class PartialLowpCast(Rule):
             type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key
             for node in walk(function)
         )
+
+
+def _root_name(node: cst.CSTNode | None) -> str | None:
+    """``self`` for ``self.encoder.layers``; None for anything but a name/attribute chain."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 # -- DTL103 -----------------------------------------------------------------------------------

@@ -252,8 +252,13 @@ class Interpreter:
                 if attr in current.cls.attrs and "." not in attr:
                     value = current.cls.attrs[attr]
                     if value is not None and current.cls.is_module and value.kind == MODULE:
-                        # A whole-model cast elsewhere changes submodules: their dtype is unknown.
-                        value = value.replace(dtypes=frozenset(), origins=(), partial=False)
+                        # A whole-model cast changes submodules: they have the dtype of the
+                        # instance this method runs on when the caller's is known, else unknown.
+                        owner = current.env.get("self")
+                        if owner is not None and owner.kind == MODULE and owner.dtypes:
+                            value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
+                        else:
+                            value = value.replace(dtypes=frozenset(), origins=(), partial=False)
                     return True, value
                 return False, None
             current = current.outer
@@ -614,6 +619,14 @@ class Interpreter:
             if info.node is node:
                 return info
         return None
+
+    def _local_forward(self, class_name: str, frame: Frame) -> FunctionInfo | None:
+        if not class_name or "." in class_name:
+            return None
+        cls = self._find_class(class_name, frame)
+        if cls is None or not cls.is_module or "forward" not in cls.methods:
+            return None
+        return self._function_info(cls.methods["forward"])
 
     def _instance(self, cls: ClassInfo, origin: Origin | None) -> Value:
         if cls.is_module:
@@ -1396,6 +1409,14 @@ class Interpreter:
 
     def _module_call(self, module: Value, node: cst.Call, frame: Frame) -> Value | None:
         info = module.info if isinstance(module.info, str) else ""
+        forward = self._local_forward(info, frame)
+        if forward is not None:
+            # ``gate(x)`` on an instance of a module class of this file runs its ``forward`` with
+            # ``self`` as the caller holds it (cast with ``.half()``, under the caller's autocast).
+            key = dotted_name(node.func)
+            result = self._call_local(forward, node, frame, self_value=module, self_key=key)
+            if result is not None:
+                return result
         layer = info.rsplit(".", 1)[-1] if info.startswith("torch.nn") else ""
         if lib.LOSS_CLASS.search(layer):
             first = self._first_argument(node)
