@@ -80,6 +80,12 @@ class FileContext:
                 order[node] = (enter[node], index)
         return order
 
+    @functools.cached_property
+    def all_nodes(self) -> list[cst.CSTNode]:
+        """Every syntax node of the file in source order (the module first), from the one walk:
+        what ``walk(ctx.module, into_definitions=True)`` yields, without walking again."""
+        return [node for node, entering in self.walk_events() if entering]
+
     def walk_events(self) -> list[tuple[cst.CSTNode, bool]]:
         """The tree in source order as ``(node, entering)``: a node's entry, its subtree, its exit."""
         return self._tree_shape[1]

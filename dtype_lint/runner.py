@@ -9,8 +9,6 @@ from __future__ import annotations
 import traceback
 from collections import defaultdict
 
-import libcst as cst
-
 from dtype_lint.context import FileContext
 from dtype_lint.findings import Finding
 from dtype_lint.rules.base import Rule
@@ -27,14 +25,15 @@ class _Dispatcher:
         self.ctx = ctx
         self.rules = rules
         self.failed: dict[str, str] = {}
-        self._visit: dict[str, list] = defaultdict(list)
-        self._leave: dict[str, list] = defaultdict(list)
+        visit: dict[str, list] = defaultdict(list)
+        leave: dict[str, list] = defaultdict(list)
         for rule in rules:
             for attribute in sorted(dir(type(rule))):
                 if attribute.startswith("visit_"):
-                    self._visit[attribute[6:]].append((rule, getattr(rule, attribute)))
+                    visit[attribute[6:]].append((rule, getattr(rule, attribute)))
                 elif attribute.startswith("leave_"):
-                    self._leave[attribute[6:]].append((rule, getattr(rule, attribute)))
+                    leave[attribute[6:]].append((rule, getattr(rule, attribute)))
+        self._visit, self._leave = visit, leave
 
     def _call(self, hooks, node) -> None:
         for rule, hook in hooks:
@@ -48,38 +47,32 @@ class _Dispatcher:
                     f"{type(error).__name__}: {error} ({frame.filename}:{frame.lineno})"
                 )
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        hooks = self._visit.get(type(node).__name__)
-        if hooks:
-            self._call(hooks, node)
-        self.ctx.ancestors.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.ctx.ancestors.pop()
-        hooks = self._leave.get(type(original_node).__name__)
-        if hooks:
-            self._call(hooks, original_node)
-
-
-def _walk(dispatcher: _Dispatcher, ctx: FileContext) -> None:
-    """Calls the visit/leave hooks in source order (the walk libcst's visitors make), replaying
-    the context's one walk of the tree (nodes' fields, no recursion: deep nesting cannot hit
-    Python's recursion limit). libcst's own visitor rebuilds every node on the way back up and
-    cost about as much as the parse."""
-    visit, leave = dispatcher.on_visit, dispatcher.on_leave
-    for node, entering in ctx.walk_events():
-        if entering:
-            visit(node)
-        else:
-            leave(node)
+    def walk(self) -> None:
+        """Calls the visit/leave hooks in source order (the walk libcst's visitors make),
+        replaying the context's one walk of the tree (nodes' fields, no recursion: deep nesting
+        cannot hit Python's recursion limit), and keeps ``ctx.ancestors`` (the nodes above the
+        current one) up to date. libcst's own visitor rebuilds every node on the way back up and
+        cost about as much as the parse."""
+        visit_hooks, leave_hooks, call = self._visit, self._leave, self._call
+        ancestors = self.ctx.ancestors
+        for node, entering in self.ctx.walk_events():
+            if entering:
+                hooks = visit_hooks.get(type(node).__name__)
+                if hooks:
+                    call(hooks, node)
+                ancestors.append(node)
+            else:
+                ancestors.pop()
+                hooks = leave_hooks.get(type(node).__name__)
+                if hooks:
+                    call(hooks, node)
 
 
 def run_rules(ctx: FileContext, rule_classes: list[type[Rule]]):
     """Findings (each with the first line of its statement, for suppressions) and failures."""
     rules = [rule_class(ctx) for rule_class in rule_classes]
     dispatcher = _Dispatcher(ctx, rules)
-    _walk(dispatcher, ctx)
+    dispatcher.walk()
     reported: list[tuple[Finding, int]] = []
     for rule in rules:
         if rule.code not in dispatcher.failed:

@@ -21,7 +21,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import DEFINITIONS, calls_in, walk
+from dtype_lint.facts.training import DEFINITIONS, walk
 from dtype_lint.findings import Confidence
 
 if TYPE_CHECKING:
@@ -293,8 +293,8 @@ class NumericsFacts:
     def _constructions(self, class_name: str) -> list[cst.Call]:
         if self._calls is None:
             calls: dict[str, list[cst.Call]] = {}
-            for node in calls_in(self.ctx.module, into_definitions=True):
-                if isinstance(node.func, cst.Name):
+            for node in self.ctx.all_nodes:
+                if type(node) is cst.Call and isinstance(node.func, cst.Name):
                     calls.setdefault(node.func.value, []).append(node)
             self._calls = calls
         return self._calls.get(class_name, [])
@@ -303,7 +303,7 @@ class NumericsFacts:
     def function(self, name: str) -> cst.FunctionDef | None:
         if self._functions is None:
             found: dict[str, list[cst.FunctionDef]] = {}
-            for node in walk(self.ctx.module, into_definitions=True):
+            for node in self.ctx.all_nodes:
                 if isinstance(node, cst.FunctionDef):
                     found.setdefault(node.name.value, []).append(node)
             self._functions = {k: v[0] for k, v in found.items() if len(v) == 1}

@@ -202,7 +202,7 @@ class TrainingFacts:
         # Simple assignments ``target = value`` by the target's dotted text, in program order.
         self.assignments: dict[str, list[tuple[cst.Assign, cst.BaseExpression]]] = {}
         self.identifiers: set[str] = set()
-        for node in walk(ctx.module, into_definitions=True):
+        for node in ctx.all_nodes:
             kind = type(node)  # exact type tests: libcst's classes are final, isinstance is slow on them
             if kind is cst.Call:
                 self.calls.append(node)

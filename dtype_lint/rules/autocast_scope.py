@@ -37,7 +37,7 @@ class _AutocastScope(Rule):
             bound: dict[str, list[AutocastInfo | None]] = {}
             names = self.ctx.names
 
-            for node in walk(self.ctx.module, into_definitions=True):
+            for node in self.ctx.all_nodes:
                 if type(node) is cst.Assign:
                     for target in node.targets:
                         text = dotted_name(target.target)
@@ -398,7 +398,7 @@ class BceUnderAutocast(_AutocastScope):
             bound: dict[str, list[bool]] = {}
             names = self.ctx.names
 
-            for node in walk(self.ctx.module, into_definitions=True):
+            for node in self.ctx.all_nodes:
                 if type(node) is cst.Assign:
                     for target in node.targets:
                         text = dotted_name(target.target)

@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool, literal_string
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import calls_in, children_in_source_order, walk
+from dtype_lint.facts.training import calls_in, children_in_source_order
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -154,7 +154,7 @@ class Tf32LegacyFlags(Rule):
         count = 0
         names = self.ctx.names
 
-        for node in walk(self.ctx.module, into_definitions=True):
+        for node in self.ctx.all_nodes:
             if type(node) is cst.Attribute and node.attr.value == "allow_tf32" and names.matches(node, *LEGACY_TF32):
                 count += 1
         return count
@@ -163,7 +163,7 @@ class Tf32LegacyFlags(Rule):
         count = 0
         names = self.ctx.names
 
-        for node in walk(self.ctx.module, into_definitions=True):
+        for node in self.ctx.all_nodes:
             if type(node) is not cst.Assign:
                 continue
             target = node.targets[0].target if len(node.targets) == 1 else None
