@@ -79,7 +79,8 @@ def _too_deep_for_libcst(tree: ast.Module, text: str) -> tuple[str, int, int] | 
     deep = _too_deep(tree, text)
     if deep is None:
         return None
-    return (f"expression nested too deeply to analyse (depth over {MAX_EXPRESSION_DEPTH})", deep.lineno, deep.col_offset + 1)
+    reason = f"expression nested too deeply to analyse (depth over {MAX_EXPRESSION_DEPTH})"
+    return (reason, deep.lineno, deep.col_offset + 1)
 
 
 # libcst's Python side hits the recursion limit near depth 300-500 (reported as DTL001 anyway);

@@ -114,8 +114,9 @@ def _number_in_string(text: str) -> float | None:
 
 
 def _magnitude_word(value: int | float) -> str | None:
-    """``literal_e38`` for a literal of about 1e38 (any mantissa, either sign), ``literal_em8`` for 1e-8: numbers far from 1
-    are what the numerics rules look for; ordinary ones give no word."""
+    """``literal_e38`` for a literal of about 1e38 (any mantissa, either sign), ``literal_em8``
+    for about 1e-8, ``literal_inf`` for an infinity: numbers far from 1 are what the numerics
+    rules look for; ordinary ones (exponent -3..3) give no word."""
     if value in (math.inf, -math.inf):
         return INFINITY_WORD  # float("-inf"), float("Infinity")
     if value == 0 or value != value:

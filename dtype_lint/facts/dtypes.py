@@ -37,8 +37,9 @@ A value is recorded for an expression node at the point it is evaluated; when th
 evaluated more than once (loops, a helper called with different arguments) the recorded value is
 the join of all of them. Calls run local functions with the caller's arguments and autocast; a
 call of an instance of a module class of this file (``router(x)``) runs its ``forward`` with
-``self`` as the caller holds it, so its submodules take the instance's dtype (``.half()``). The analysis never imports torch and is deterministic: unions keep
-their dtypes in a fixed order and origins in program order.
+``self`` as the caller holds it, so its submodules take the instance's dtype (``.half()``).
+The analysis never imports torch and is deterministic: unions keep their dtypes in a fixed
+order and origins in program order.
 """
 
 from __future__ import annotations
