@@ -13,6 +13,7 @@ import libcst as cst
 
 from dtype_lint.config import Settings
 from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.parsing import parse_module
 from dtype_lint.prefilter import code_words, rules_for, words_of_source
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
@@ -144,7 +145,7 @@ def check_text(
             findings.append(_parse_error(path, *problem))
         return _finish(path, text, findings, [], settings)
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError as error:
         if want_parse_errors:
             findings.append(_parse_error(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1))
