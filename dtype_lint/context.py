@@ -48,7 +48,7 @@ class FileContext:
         and ParentNodeProvider rebuild every node and cost more than the parse): each node's
         parent, and the walk itself as ``(node, entering)`` events, which the runner replays
         instead of walking again. Whitespace and punctuation are left out."""
-        from dtype_lint.facts.training import children_in_source_order
+        from dtype_lint.facts.training import child_nodes
 
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
         events: list[tuple[cst.CSTNode, bool]] = []
@@ -63,7 +63,7 @@ class FileContext:
             append((node, True))
             stack.append(node)
             stack.append(leave)
-            children = children_in_source_order(node)
+            children = child_nodes(node)
             for child in children:
                 parents[child] = node
             stack.extend(reversed(children))

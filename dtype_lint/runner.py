@@ -14,10 +14,6 @@ from dtype_lint.findings import Finding
 from dtype_lint.rules.base import Rule
 
 
-class InternalError(Exception):
-    pass
-
-
 class _Dispatcher:
     """Calls each rule's ``visit_<Node>`` / ``leave_<Node>`` hooks for a node."""
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import DEFINITIONS, walk
 from dtype_lint.findings import Confidence
@@ -29,9 +28,6 @@ if TYPE_CHECKING:
     from dtype_lint.facts.dtypes import Value
 
 FP16, BF16, FP32 = "fp16", "bf16", "fp32"  # the flow's spelling (dtype_lint.facts.flow.values)
-# Prefilter triggers: a numerics finding needs a tensor the flow knows is float16/bfloat16.
-FP16_MENTIONS = FP16_TRIGGERS
-LOWP_MENTIONS = LOWP_TRIGGERS
 FP16_MAX = 65504.0
 # fp16's smallest subnormal is 2**-24 (5.96e-8): anything below rounds to it or to zero.
 FP16_TINIEST = 6e-8

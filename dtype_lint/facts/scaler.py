@@ -48,7 +48,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import _argument, is_grad_scaler, literal_bool
 from dtype_lint.facts.names import ImportTable, dotted_name
-from dtype_lint.facts.training import calls_in, children_in_source_order
+from dtype_lint.facts.training import calls_in, child_nodes
 
 CLIP_FUNCTIONS = tuple(
     f"torch.nn.utils{module}.{name}"
@@ -226,7 +226,7 @@ def _calls(statement: cst.CSTNode) -> list[cst.Call]:
             continue
         if isinstance(node, cst.Call):
             calls.append(node)
-        stack.extend(reversed(children_in_source_order(node)))
+        stack.extend(reversed(child_nodes(node)))
     return calls
 
 

@@ -99,9 +99,6 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-children_in_source_order = child_nodes  # the name the walks use, saying what they rely on
-
-
 def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants, pre-order in source order (as libcst's visitors see them);
     nested defs/classes/lambdas are yielded but not entered unless asked."""
@@ -111,7 +108,7 @@ def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.C
         yield current
         if not into_definitions and current is not node and isinstance(current, DEFINITIONS):
             continue
-        stack.extend(reversed(children_in_source_order(current)))
+        stack.extend(reversed(child_nodes(current)))
 
 
 def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.Call]:

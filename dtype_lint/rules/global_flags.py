@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool, literal_string
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import calls_in, children_in_source_order
+from dtype_lint.facts.training import calls_in, child_nodes
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -470,7 +470,7 @@ class AnomalyModeLeftOn(Rule):
                     found.append("the backward pass")
                 elif TRAINING_CALL.match((dotted_name(func) or "").rsplit(".", 1)[-1]):
                     found.append(f"`{dotted_name(func)}(...)`")
-            stack.extend(reversed(children_in_source_order(inner)))
+            stack.extend(reversed(child_nodes(inner)))
         if "the backward pass" in found:
             return "the backward pass"
         return found[0] if found else None

@@ -6,12 +6,12 @@ import dataclasses
 
 import libcst as cst
 
+from dtype_lint.facts.flow.library import FP16_TRIGGERS
 from dtype_lint.findings import Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, magnitude_words
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
     FP16,
-    FP16_MENTIONS,
     Number,
     argument,
     call_shape,
@@ -86,7 +86,7 @@ class TinyEpsLowp(Rule):
     name = "tiny-eps-lowp"
     summary = "Epsilon below 6e-8 rounds to zero on a float16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = FP16_MENTIONS
+    triggers = FP16_TRIGGERS  # needs a float16 value (see facts/flow/library.py)
     # A positive number below 6e-8: a literal of 1e-8 or less, or a quotient or power that makes one.
     required_triggers = (magnitude_words(-324, -8) + magnitude_words(8, 308) + (POWER_WORD,),)
     valid = (

@@ -8,13 +8,13 @@ import math
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal
+from dtype_lint.facts.flow.library import FP16_TRIGGERS
 from dtype_lint.facts.training import training_facts, walk
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import INFINITY_WORD, POWER_WORD, exact_word, magnitude_words
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
     FP16,
-    FP16_MENTIONS,
     SHAPE_PRESERVING,
     TORCH_SHAPE_FUNCS,
     Number,
@@ -98,7 +98,7 @@ class OverflowLiteral(Rule):
     name = "overflow-literal"
     summary = "Literal beyond float16's range (|x| > 65504) written into a float16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = FP16_MENTIONS
+    triggers = FP16_TRIGGERS  # needs a float16 value (see facts/flow/library.py)
     # A finite number beyond 65504: a literal of 1e4 or more (possibly inside a string, or in a
     # constant the value reaches through a name), or a power of smaller ones.
     required_triggers = (magnitude_words(4, 308) + (POWER_WORD,),)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
@@ -13,7 +14,6 @@ from dtype_lint.facts.numerics import (
     BF16,
     FP16,
     FP32,
-    LOWP_MENTIONS,
     argument,
     autocast_enabled_at,
     call_shape,
@@ -96,7 +96,7 @@ class LowpSensitiveOp(Rule):
     code = "DTL503"
     name = "lowp-sensitive-op"
     summary = "Overflow-prone op (exp, pow, var, norm, softmax, cumsum...) on a float16 tensor outside autocast"
-    triggers = LOWP_MENTIONS
+    triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     # One of the ops, by name, or the ** operator.
     required_triggers = (tuple(exact_word(name) for name in sorted(SENSITIVE)) + (POWER_WORD,),)
     valid = (
@@ -247,7 +247,7 @@ class LowpAccumulation(Rule):
     name = "lowp-accumulation"
     summary = "Running sum of float16/bfloat16 tensors in a loop"
     fix_safety = Safety.UNSAFE
-    triggers = LOWP_MENTIONS
+    triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     valid = (
         "import torch\nlosses = [torch.rand((), dtype=torch.float16) for _ in range(3)]\ntotal = 0.0\n"
         "for loss in losses:\n    total += loss.item()\n",
@@ -377,7 +377,7 @@ class FactoryDefaultDtype(Rule):
     name = "factory-default-dtype"
     summary = "Factory without dtype= (float32) combined with a float16/bfloat16 tensor"
     fix_safety = Safety.UNSAFE
-    triggers = LOWP_MENTIONS
+    triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     # The float32 side is one of the torch factories below, called without dtype=.
     required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
     valid = (
