@@ -418,7 +418,9 @@ class DtypeToggleWithOptimizer(Rule):
 class Fp16AdamEps(Rule):
     """## What it does
     Flags `Adam`/`AdamW` (torch, transformers) built over float16 parameters with the default
-    `eps=1e-8` or any eps below 6e-8.
+    `eps=1e-8` or any eps below 6e-8. High confidence when the parameters are float16 on every
+    path; low when only part of the model is float16 and the optimizer gets only the parameters
+    that require grad (a frozen float16 base under float32 adapters); medium otherwise.
 
     ## Why is this bad?
     float16's smallest subnormal is 6e-8: `1e-8` rounds to 0 in the parameter's dtype. Wherever

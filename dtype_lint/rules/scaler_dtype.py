@@ -229,7 +229,10 @@ class Fp16TrainableParams(Rule):
     Flags an optimizer built over parameters that are float16 (the model was `.half()`-ed, moved
     `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
     scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`)
-    and attaches no PEFT adapters.
+    and attaches no PEFT adapters. When only part of the model is float16 and the optimizer is
+    given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
+    `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
+    float32 adapters: the finding is then low confidence (hidden at the default level).
 
     ## Why is this bad?
     Mixed precision keeps the trainable weights in float32 and lets autocast run fp16 kernels.
