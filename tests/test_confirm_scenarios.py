@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+import torch  # noqa: F401,E402  (the test extra installs it: fail loudly when absent)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "runtime" / "scenarios"
