@@ -107,8 +107,10 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
     counts: dict[str, int] = {}
     for verdict in verdicts + runtime_only:
         counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
-    order = ("confirmed", "not reproduced", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
+    order = ("confirmed", "not reproduced", "not tested", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
     summary = ", ".join(f"{counts[name]} {name}" for name in order if counts.get(name))
+    if run.get("failed"):
+        summary = ", ".join(part for part in (summary, "the program failed (see above)") if part)
     out.write(f"\n{summary or 'nothing to report'}\n")
 
 

@@ -32,6 +32,14 @@ class State:
     # Once a step left inf/NaN in the weights, every later inf/NaN descends from it: those claims
     # also point at the optimizer's construction.
     nonfinite_origins: list = dataclasses.field(default_factory=list)
+    # The emulation mapped something of CUDA's (a device, autocast, GradScaler): only then does
+    # the report say CUDA was emulated.
+    cuda_used: bool = False
+
+    def note_cuda_used(self) -> None:
+        if not self.cuda_used:
+            self.cuda_used = True
+            self.recorder.write({"kind": "cuda-used"})
 
     def origins(self) -> list[list]:
         """Lines that set up low-precision state; attached to claims those lines may explain."""
