@@ -70,7 +70,7 @@ def _static_check(program, args):
     return files, findings
 
 
-def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
+def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[str], bool]:
     """(one-line outcome, notes to show, whether to show the program's last output)."""
     notes: list[str] = []
     if summary.scaler_updates:
@@ -81,7 +81,7 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
         )
     if summary.companion_errors:
         notes.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
-    for record in _telling_exceptions(summary.exceptions)[:3]:
+    for record in _telling_exceptions(summary.exceptions, explained)[:3]:
         where = ""
         if record.get("stack"):
             path, line = record["stack"][0]
@@ -110,9 +110,10 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
 _KNOCK_ON = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Socket Timeout")
 
 
-def _telling_exceptions(exceptions: list) -> list:
+def _telling_exceptions(exceptions: list, explained: bool) -> list:
+    """Exceptions worth a note: a rank's knock-on error only when nothing else explains the failure."""
     causes = [record for record in exceptions if not any(text in record["message"] for text in _KNOCK_ON)]
-    return causes or exceptions
+    return causes if causes or explained else exceptions
 
 
 def _defect_seen(result, summary, verdicts, runtime_only) -> bool:
@@ -181,7 +182,8 @@ def _run(args: argparse.Namespace, out) -> int:
         elif result.returncode not in (0, None) and not any(r["kind"] == "reach" for r in result.records):
             reason = f"the program exited with status {result.returncode} before running any Python code"
         return _cannot_start(args, program.display, reason, out, findings, result.output_tail)
-    outcome, notes, show_tail = _outcome(result, summary, args.steps)
+    explained = bool(runtime_only) or any(v.evidence for v in verdicts)
+    outcome, notes, show_tail = _outcome(result, summary, args.steps, explained)
     device_note = ""
     if summary.emulated and summary.cuda_used:
         device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "

@@ -306,7 +306,10 @@ def _hook_casts(state: State) -> None:
         def cast(self, *args, **kwargs):
             dtype = fixed_dtype or _dtype_in(args, kwargs)
             if dtype is not None and dtype.is_floating_point:
-                state.note_origin(state.module_casts, recorder.site(), _short(dtype))
+                site = recorder.site()
+                state.note_origin(state.module_casts, site, _short(dtype))
+                if site is not None:
+                    state.note_param_casts(self.parameters(), site)
             return original(self, *args, **kwargs)
 
         setattr(module, name, cast)

@@ -81,7 +81,7 @@ def after_step(state: State, optimizer) -> None:
             f"non-zero gradients unchanged (lr={', '.join(f'{lr:g}' for lr in lrs) or '?'}): the updates are below "
             f"{_short(dtype)}'s spacing and round to zero",
             recorder.user_stack(),
-            origins=([origin] if origin else []) + state.origins(),
+            origins=([origin] if origin else []) + state.casts_of(param for param, _before, _grad in sample),
             detail={"unchanged": stuck, "sampled": stuck + moved, "dtype": _short(dtype), "lr": lrs},
             key=("updates-rounded-to-zero", id(optimizer)),
         )
@@ -118,11 +118,11 @@ def _claim_dtype_change(state: State, optimizer, before: tuple, after: tuple) ->
     recorder = state.recorder
     recorder.claim(
         "param-dtype-changed",
-        ("DTL403", "DTL401"),
+        ("DTL403",),
         f"the parameters {type(optimizer).__name__} trains changed dtype between steps ({', '.join(changed)}); "
         "its state (momentum, variance) keeps the old dtype",
         recorder.user_stack(),
-        origins=state.origins(),
+        origins=state.casts_of(param for _group, param in _params(optimizer)),
         detail={"changes": changed},
         key=("param-dtype-changed", id(optimizer), tuple(changed)),
     )
