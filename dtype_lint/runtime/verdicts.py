@@ -242,7 +242,8 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
             verdicts.append(Verdict(finding, NOT_TESTED, [], f"another defect showed on this line first: "
                                     f"{clash['message']}"))
         elif ran and finding.code in NEEDS_STEPS and summary.steps_run == 0:
-            ended = summary.exceptions[0]["message"] if summary.exceptions else None
+            crashes = summary.exceptions + [c for c in claims if "exception" in (c.get("detail") or {})]
+            ended = crashes[0]["message"] if crashes else None
             reason = "no optimizer step ran" + (f"; the program ended first: {ended}" if ended else "")
             verdicts.append(Verdict(finding, NOT_TESTED, [], f"the line ran, but {reason}"))
         elif ran:
