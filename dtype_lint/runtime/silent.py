@@ -48,7 +48,8 @@ def before_step(state: State, optimizer) -> None:
     for group, param in _params(optimizer):
         if len(sample) >= SAMPLE_TENSORS:
             break
-        if param.dtype in LOW_PRECISION and param.grad is not None and group.get("lr"):
+        grad = param.grad
+        if param.dtype in LOW_PRECISION and grad is not None and grad.layout == torch.strided and group.get("lr"):
             flat_param = param.detach().reshape(-1)[:SAMPLE_ELEMENTS]
             flat_grad = param.grad.detach().reshape(-1)[:SAMPLE_ELEMENTS]
             sample.append((param, flat_param.clone(), flat_grad != 0))
