@@ -212,6 +212,7 @@ def test_program_failing_on_its_own_exits_1_with_progress_lines(runs):
     assert "the program exited with status 2" in result.stdout
     assert "before running any Python code" not in result.stdout
     assert "the following arguments are required: --lr" in result.stdout
+    assert "nothing seen at run time" not in result.stdout and "maps to no rule" in result.stdout
     assert "dtype-lint confirm: 1s, optimizer step 0 of 3" in result.stderr
     assert result.returncode == 1
 

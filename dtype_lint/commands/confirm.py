@@ -118,10 +118,13 @@ def _telling_exceptions(exceptions: list, explained: bool) -> list:
 
 def _defect_seen(result, summary, verdicts, runtime_only) -> bool:
     """What CI gates on: a confirmed or runtime-only defect, or the program failing by itself."""
-    if any(v.verdict == "confirmed" for v in verdicts) or runtime_only or summary.exceptions:
+    if any(v.verdict == "confirmed" for v in verdicts) or runtime_only:
         return True
     if result.timed_out or summary.stopped:
-        return False
+        # Once confirm stops a rank, the others may fail on the broken connection: not a defect.
+        return any(not any(text in r["message"] for text in _KNOCK_ON) for r in summary.exceptions)
+    if summary.exceptions:
+        return True
     return result.returncode not in (0, None)
 
 

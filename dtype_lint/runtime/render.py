@@ -86,7 +86,9 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
         for line in run["output_tail"][-10:]:
             out.write(f"    | {line}\n")
     out.write("\n")
-    if not verdicts and not runtime_only:
+    if not verdicts and not runtime_only and run.get("failed"):
+        out.write("No static findings, and the failure seen at run time maps to no rule.\n")
+    elif not verdicts and not runtime_only:
         out.write("No static findings, and nothing seen at run time.\n")
     for verdict in verdicts:
         finding = verdict.finding
