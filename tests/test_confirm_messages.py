@@ -18,7 +18,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (the test extra installs it: fail loudly when absent)
 
 TABLE = tomllib.loads((ROOT / "runtime" / "dtype_errors.toml").read_text())["error"]
 ON_CPU = [entry for entry in TABLE if entry.get("cpu", True)]

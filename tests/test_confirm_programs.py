@@ -16,7 +16,7 @@ import pytest
 from dtype_lint.findings import Confidence, Finding
 from dtype_lint.runtime.verdicts import decide
 
-pytest.importorskip("torch")
+import torch  # noqa: F401,E402  (the test extra installs it: fail loudly when absent)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = Path("tests") / "data" / "confirm"
