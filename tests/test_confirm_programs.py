@@ -59,7 +59,8 @@ def _runs(tmp: Path) -> dict:
         "crash-first": lambda: _confirm("--format", "json", str(PROGRAMS / "crash_before_step.py")),
         "argparse": lambda: _confirm(str(PROGRAMS / "argparse_exit.py"), quiet=False,
                                      env={"DTYPE_LINT_CONFIRM_PROGRESS_S": "1"}),
-        "no-torch": lambda: _confirm("--format", "json", str(tmp / "needs_torch.py"), env={"PYTHONPATH": str(no_torch)}),
+        "no-torch": lambda: _confirm("--format", "json", str(tmp / "needs_torch.py"),
+                                     env={"PYTHONPATH": str(no_torch)}),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}

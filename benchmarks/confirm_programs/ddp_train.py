@@ -14,7 +14,8 @@ from torch import nn
 FIXED = "--fixed" in sys.argv
 dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
 rank = dist.get_rank()
-device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() else torch.device("cpu")
+local_rank = int(os.environ.get("LOCAL_RANK", 0))
+device = torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
 if device.type == "cuda":
     torch.cuda.set_device(device)
 torch.manual_seed(0)

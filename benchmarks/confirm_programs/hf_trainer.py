@@ -31,7 +31,8 @@ config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_
 model = LlamaForCausalLM(config)
 if not FIXED:
     model = model.to(torch.float16)  # defect: DTL302
-args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=8, max_steps=6, fp16=torch.cuda.is_available(),
-                         learning_rate=1e-3, logging_steps=1, report_to=[], save_strategy="no",
+args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=8, max_steps=6,
+                         fp16=torch.cuda.is_available(), learning_rate=1e-3, logging_steps=1, report_to=[],
+                         save_strategy="no",
                          dataloader_num_workers=0)
 Trainer(model=model, args=args, train_dataset=Tokens()).train()
