@@ -81,7 +81,13 @@ def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[st
         )
     if summary.companion_errors:
         notes.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
-    for record in _telling_exceptions(summary.exceptions, explained)[:3]:
+    for text in result.aborts[:2]:
+        from dtype_lint.runtime.messages import classify
+
+        family = classify(text)
+        like = f" ({family.name}, like {'/'.join(family.codes[:3])})" if family else ""
+        notes.append(f"a process aborted in C++: {text}{like}")
+    for record in _telling_exceptions(summary.exceptions, explained or bool(result.aborts))[:3]:
         where = ""
         if record.get("stack"):
             path, line = record["stack"][0]
@@ -118,7 +124,7 @@ def _telling_exceptions(exceptions: list, explained: bool) -> list:
 
 def _defect_seen(result, summary, verdicts, runtime_only) -> bool:
     """What CI gates on: a confirmed or runtime-only defect, or the program failing by itself."""
-    if any(v.verdict == "confirmed" for v in verdicts) or runtime_only:
+    if any(v.verdict == "confirmed" for v in verdicts) or runtime_only or result.aborts:
         return True
     if result.timed_out or summary.stopped:
         # Once confirm stops a rank, the others may fail on the broken connection: not a defect.

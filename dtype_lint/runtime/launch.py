@@ -36,12 +36,21 @@ class RunResult:
     records: list[dict[str, Any]]
     output_tail: list[str]
     start_error: str | None = None
+    aborts: list[str] = dataclasses.field(default_factory=list)  # C++ ``what():`` messages
 
 
-def _pump(stream, tail: collections.deque, echo) -> None:
+# C++ aborts (a gloo enforce failing in one rank) never reach Python's excepthook: their
+# ``what():`` line in the output is the only trace of the rank that failed first.
+_ABORT_MARKER = "what():"
+MAX_ABORTS = 4
+
+
+def _pump(stream, tail: collections.deque, echo, aborts: list) -> None:
     for raw in iter(stream.readline, b""):
         text = raw.decode("utf-8", errors="replace")
         tail.append(text.rstrip("\n"))
+        if _ABORT_MARKER in text and len(aborts) < MAX_ABORTS:
+            aborts.append(text.split(_ABORT_MARKER, 1)[1].strip()[:500])
         if echo is not None:
             try:
                 echo.write(text)
@@ -138,7 +147,8 @@ def run_program(
     except OSError as error:
         shutil.rmtree(workdir, ignore_errors=True)
         return RunResult(None, False, 0.0, [], [], start_error=f"cannot run {program.command[0]}: {error.strerror}")
-    pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo), daemon=True)
+    aborts: list[str] = []
+    pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo, aborts), daemon=True)
     pump.start()
     timed_out = False
     try:
@@ -161,4 +171,4 @@ def run_program(
     seconds = time.monotonic() - started
     records = protocol.read_evidence(evidence_dir)
     shutil.rmtree(workdir, ignore_errors=True)
-    return RunResult(process.returncode, timed_out, seconds, records, list(tail))
+    return RunResult(process.returncode, timed_out, seconds, records, list(tail), aborts=aborts)
