@@ -81,9 +81,9 @@ def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[st
         )
     if summary.companion_errors:
         notes.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
-    for text in result.aborts[:2]:
-        from dtype_lint.runtime.messages import classify
+    from dtype_lint.runtime.messages import classify
 
+    for text in result.aborts[:2]:
         family = classify(text)
         like = f" ({family.name}, like {'/'.join(family.codes[:3])})" if family else ""
         notes.append(f"a process aborted in C++: {text}{like}")
@@ -188,15 +188,18 @@ def _run(args: argparse.Namespace, out) -> int:
         reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
         if summary.companion_errors:
             reason = f"the companion could not start in the program: {summary.companion_errors[0]}"
-        elif result.returncode not in (0, None) and not any(r["kind"] == "reach" for r in result.records):
-            reason = f"the program exited with status {result.returncode} before running any Python code"
+        elif result.returncode not in (0, None):
+            # Whether any of its code ran is unknown: only a started companion would have said.
+            reason = (f"the program exited with status {result.returncode} and the companion never started in it "
+                      "(is it run with another interpreter?)")
         return _cannot_start(args, program.display, reason, out, findings, result.output_tail)
     explained = bool(runtime_only) or any(v.evidence for v in verdicts)
     outcome, notes, show_tail = _outcome(result, summary, args.steps, explained)
     device_note = ""
     if summary.emulated and summary.cuda_used:
-        device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "
-                       "to the CPU (CUDA autocast's float32 op list and its BCE error included); CUDA-only effects "
+        device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/torch.accelerator/CUDA autocast and "
+                       "GradScaler mapped to the CPU (CUDA autocast's float32 op list and its BCE error included); "
+                       "CUDA-only effects "
                        "(bf16 capability, the bf16 unscale kernel, TF32) cannot show and are marked 'needs GPU'")
     elif summary.cuda:
         device_note = "ran on CUDA as written"
