@@ -44,7 +44,12 @@ def _runs(tmp: Path) -> dict:
     (no_torch / "torch.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
     (tmp / "needs_torch.py").write_text("print('line 1 ran')\nimport torch\n")
     report = tmp / "report.json"
+    probe = ("import torch\n"
+             "print(torch.cuda.is_available(), torch.accelerator.current_accelerator())\n"
+             "torch.accelerator.current_device_index()\n")
     jobs = {
+        "simulation": lambda: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                                             env=dict(os.environ, PYTHONPATH=str(simulation))),
         "conv": lambda: _confirm("--format", "json", str(PROGRAMS / "conv_fp16_input.py")),
         "conv-text": lambda: _confirm(str(PROGRAMS / "conv_fp16_input.py"), quiet=False),
         "cuda-build": lambda: _confirm("--steps", "6", "--format", "json", str(PROGRAMS / "adam_dataloader.py"),
@@ -93,6 +98,13 @@ def test_adam_adamw_adadelta_and_pinned_loader_run_on_a_cuda_build_without_drive
     assert "NVIDIA driver" not in json.dumps(report)
     assert report["run"]["emulated"] and report["run"]["device_note"]
     assert result.returncode == 0, report["run"]
+
+
+def test_the_simulation_behaves_as_a_driverless_cuda_build(runs):
+    """What the simulation stands for: CUDA compiled in, no device, every CUDA initialisation fails."""
+    result = runs["simulation"]
+    assert result.stdout.split() == ["False", "cuda"]
+    assert "RuntimeError: Found no NVIDIA driver on your system" in result.stderr
 
 
 # -- point 2 and 3: the seed crash maps, and CI sees it --------------------------------------
