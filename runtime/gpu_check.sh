@@ -5,7 +5,9 @@
 #
 # Needs a CUDA machine with this checkout installed (`pip install -e .`, torch with CUDA).
 # Each run is capped at 60 s and the whole check at 7 minutes; the two-rank DTL703 pair runs
-# only with two or more GPUs (NCCL cannot put two ranks on one device).
+# only with two or more GPUs (NCCL cannot put two ranks on one device). Last, two issue-15
+# programs run with --device cpu and CUDA_VISIBLE_DEVICES="" on the CUDA build: the emulation
+# must survive a CUDA build whose every CUDA initialisation fails (no "No CUDA GPUs" rows).
 set -u
 cd "$(dirname "$0")/.."
 OUT="${1:-runtime/gpu_check_results.md}"
@@ -30,7 +32,7 @@ run_one() {  # name, then the program
         return
     fi
     local cap=$(( left < 60 ? left : 60 ))
-    timeout $(( cap + 15 )) "$PY" -m dtype_lint confirm --quiet --device "$DEVICE" --format json \
+    timeout $(( cap + 15 )) "$PY" -m dtype_lint confirm --quiet --device "${DEVICE}" --format json \
         --timeout "$cap" -- "$@" > "$WORK/$name.json" 2> "$WORK/$name.err"
     echo $? > "$WORK/$name.rc"
 }
@@ -49,14 +51,27 @@ for path in runtime/scenarios/*.py; do
     esac
 done
 
+# Issue 15 point 1 on a real CUDA build: with no GPU visible, every CUDA initialisation raises
+# (what a CUDA build does on a machine without a driver); confirm --device cpu must still run the
+# optimizers, the pinned-memory DataLoader and the torch.accelerator-picked device.
+if [[ "$DEVICE" == cuda ]]; then
+    for path in tests/data/confirm/adam_dataloader.py tests/data/confirm/accelerator_device.py; do
+        name="hidden_gpu_$(basename "$path" .py)"
+        CUDA_VISIBLE_DEVICES="" DEVICE=cpu run_one "$name" "$path"
+    done
+fi
+
 DEVICE="$DEVICE" "$PY" - "$WORK" "$OUT" <<'PYEOF'
 import json, os, re, sys, platform
 work, out = sys.argv[1], sys.argv[2]
 import torch
 rows = []
 for name in sorted(n[:-5] for n in os.listdir(work) if n.endswith(".json")):
-    source = open(f"runtime/scenarios/{name}.py").read().splitlines()
+    scenario = f"runtime/scenarios/{name}.py"
+    source = open(scenario).read().splitlines() if os.path.exists(scenario) else []
     expected = ", ".join(f"{m.group(1)}@{i}" for i, l in enumerate(source, 1) for m in [re.search(r"#\s*defect:\s*(DTL\d{3})", l)] if m) or "clean"
+    if name.startswith("hidden_gpu_"):
+        expected = "runs on a CUDA build with no GPU visible (--device cpu)"
     try:
         report = json.load(open(os.path.join(work, name + ".json")))
     except ValueError:

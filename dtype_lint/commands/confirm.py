@@ -1,6 +1,8 @@
 """``dtype-lint confirm [--] PROGRAM [ARGS]``: check the program, run it, give each finding a verdict.
 
-Exit 1 when any finding is confirmed, 0 when none is, 2 when the program could not be started.
+Exit 1 when any defect was seen (a confirmed finding, a runtime-only one, or the program failing
+on its own: a non-zero exit, a signal, an uncaught exception), 0 when none was, 2 when the
+program could not be started.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
-    parser.add_argument("--quiet", action="store_true", help="do not echo the program's output to stderr")
+    parser.add_argument("--quiet", action="store_true",
+                        help="do not echo the program's output or progress lines to stderr")
+    parser.add_argument("-o", "--output", help="write the report to this file instead of stdout")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments")
 
 
@@ -66,7 +70,7 @@ def _static_check(program, args):
     return files, findings
 
 
-def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
+def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[str], bool]:
     """(one-line outcome, notes to show, whether to show the program's last output)."""
     notes: list[str] = []
     if summary.scaler_updates:
@@ -77,7 +81,13 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
         )
     if summary.companion_errors:
         notes.extend(f"companion could not fully install: {e}" for e in summary.companion_errors)
-    for record in summary.exceptions[:3]:
+    from dtype_lint.runtime.messages import classify
+
+    for text in result.aborts[:2]:
+        family = classify(text)
+        like = f" ({family.name}, like {'/'.join(family.codes[:3])})" if family else ""
+        notes.append(f"a process aborted in C++: {text}{like}")
+    for record in _telling_exceptions(summary.exceptions, explained or bool(result.aborts))[:3]:
         where = ""
         if record.get("stack"):
             path, line = record["stack"][0]
@@ -91,7 +101,9 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
     if summary.stopped:
         return f"{summary.stopped} ({took})", notes, False
     if result.returncode == 0:
-        return f"the program finished before {steps} optimizer steps ({took})", notes, False
+        if summary.steps_run >= steps:
+            return f"the program finished after {summary.steps_run} optimizer steps ({took})", notes, False
+        return f"the program finished after {summary.steps_run} of {steps} optimizer steps ({took})", notes, False
     if (result.returncode or 0) < 0:
         return f"the program was killed (signal {-result.returncode}) after {took}", notes, True
     if summary.terminated:
@@ -100,13 +112,50 @@ def _outcome(result, summary, steps: int) -> tuple[str, list[str], bool]:
     return f"the program exited with status {result.returncode} after {took}", notes, True
 
 
+# What the other ranks of a distributed run raise once one rank has failed: noise next to the cause.
+_KNOCK_ON = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Socket Timeout")
+
+
+def _telling_exceptions(exceptions: list, explained: bool) -> list:
+    """Exceptions worth a note: a rank's knock-on error only when nothing else explains the failure."""
+    causes = [record for record in exceptions if not any(text in record["message"] for text in _KNOCK_ON)]
+    return causes if causes or explained else exceptions
+
+
+def _defect_seen(result, summary, verdicts, runtime_only) -> bool:
+    """What CI gates on: a confirmed or runtime-only defect, or the program failing by itself."""
+    if any(v.verdict == "confirmed" for v in verdicts) or runtime_only or result.aborts:
+        return True
+    if result.timed_out or summary.stopped:
+        # Once confirm stops a rank, the others may fail on the broken connection: not a defect.
+        return any(not any(text in r["message"] for text in _KNOCK_ON) for r in summary.exceptions)
+    if summary.exceptions:
+        return True
+    return result.returncode not in (0, None)
+
+
 def run(args: argparse.Namespace) -> int:
+    if not args.output:
+        return _run(args, sys.stdout)
+    import io
+
+    buffer = io.StringIO()
+    status = _run(args, buffer)
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(buffer.getvalue())
+    except OSError as error:
+        sys.stderr.write(f"dtype-lint confirm: cannot write {args.output}: {error.strerror}\n")
+        return 2
+    return status
+
+
+def _run(args: argparse.Namespace, out) -> int:
     from dtype_lint.errors import UsageError
     from dtype_lint.runtime.launch import RunResult, run_program
     from dtype_lint.runtime.program import parse_command
     from dtype_lint.runtime.verdicts import decide
 
-    out = sys.stdout
     try:
         program = parse_command(args.program)
     except UsageError as error:
@@ -128,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         device=args.device,
         echo=None if args.quiet else sys.stderr,
+        progress=None if args.quiet else sys.stderr,
     )
     if result.start_error:
         return _cannot_start(args, program.display, result.start_error, out, findings)
@@ -136,14 +186,20 @@ def run(args: argparse.Namespace) -> int:
         return _cannot_start(args, program.display, summary.start_errors[0], out, findings)
     if summary.processes == 0:
         reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
-        if result.returncode not in (0, None):
-            reason = f"the program exited with status {result.returncode} before running any Python code"
+        if summary.companion_errors:
+            reason = f"the companion could not start in the program: {summary.companion_errors[0]}"
+        elif result.returncode not in (0, None):
+            # Whether any of its code ran is unknown: only a started companion would have said.
+            reason = (f"the program exited with status {result.returncode} and the companion never started in it "
+                      "(is it run with another interpreter?)")
         return _cannot_start(args, program.display, reason, out, findings, result.output_tail)
-    outcome, notes, show_tail = _outcome(result, summary, args.steps)
+    explained = bool(runtime_only) or any(v.evidence for v in verdicts)
+    outcome, notes, show_tail = _outcome(result, summary, args.steps, explained)
     device_note = ""
-    if summary.emulated:
-        device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/CUDA autocast and GradScaler mapped "
-                       "to the CPU (CUDA autocast's float32 op list and its BCE error included); CUDA-only effects "
+    if summary.emulated and summary.cuda_used:
+        device_note = ("ran on the CPU with CUDA emulated: .cuda()/device='cuda'/torch.accelerator/CUDA autocast and "
+                       "GradScaler mapped to the CPU (CUDA autocast's float32 op list and its BCE error included); "
+                       "CUDA-only effects "
                        "(bf16 capability, the bf16 unscale kernel, TF32) cannot show and are marked 'needs GPU'")
     elif summary.cuda:
         device_note = "ran on CUDA as written"
@@ -167,9 +223,11 @@ def run(args: argparse.Namespace) -> int:
         # The program's own last lines help only when no evidence explains how it ended.
         "show_tail": show_tail and not summary.exceptions and not runtime_only
         and not any(v.evidence for v in verdicts),
+        "steps_run": summary.steps_run,
+        "failed": bool(summary.exceptions) or (result.returncode not in (0, None) and not result.timed_out),
     }
     RENDERERS[args.format](run_info, verdicts, runtime_only, out)
-    return 1 if any(v.verdict == "confirmed" for v in verdicts) else 0
+    return 1 if _defect_seen(result, summary, verdicts, runtime_only) else 0
 
 
 def _cannot_start(args, command: str, reason: str, out, findings=(), tail=()) -> int:

@@ -59,18 +59,24 @@ def _cpu(value):
 _NOT_HANDLED = object()
 
 
-def map_cuda_call(name: str, args: tuple, kwargs: dict):
+def map_cuda_call(name: str, args: tuple, kwargs: dict, state: State | None = None):
     """(args, kwargs, shortcut) with CUDA devices mapped to the CPU; shortcut replaces the call."""
     if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+        if state is not None:
+            state.note_cuda_used()
         return args, kwargs, args[0]
     if name == "pin_memory" and args:
         return args, kwargs, args[0]
     if "device" in kwargs and is_cuda(kwargs["device"]):
         kwargs = dict(kwargs, device="cpu")
+        if state is not None:
+            state.note_cuda_used()
     if name == "to" and len(args) > 1:
         target = args[1]
         if is_cuda(target) or (isinstance(target, int) and not isinstance(target, bool)):
             args = (args[0], "cpu", *args[2:])
+            if state is not None:
+                state.note_cuda_used()
     return args, kwargs, _NOT_HANDLED
 
 
@@ -171,10 +177,53 @@ def install(state: State) -> None:
     cuda.device = lambda device=None: contextlib.nullcontext()
     torch.Tensor.pin_memory = lambda self, *args, **kwargs: self
     torch.Tensor.is_pinned = lambda self, *args, **kwargs: False
+    # A CUDA build with no driver raises "Found no NVIDIA driver" from anything that reaches the
+    # driver (stream capture checks in Adam/AdamW/Adadelta.step, the pin-memory thread's device
+    # index); a CPU build answers "no accelerator", so accelerate/transformers take their CPU path.
+    # Both must see the one emulated CUDA device instead.
+    cuda.is_current_stream_capturing = lambda: False
+    _patch_accelerator(default_stream)
     _patch_autocast(state)
     _patch_autocast_queries(state)
-    _patch_grad_scaler()
+    _patch_grad_scaler(state)
     _patch_distributed()
+    _patch_data_parallel()
+
+
+def _patch_accelerator(stream) -> None:
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:  # torch < 2.6
+        return
+    stream.is_capturing = lambda: False
+    answers = {
+        "current_accelerator": lambda check_available=False: torch.device("cuda"),
+        "is_available": lambda: True,
+        "device_count": lambda: 1,
+        "current_device_index": lambda: 0,
+        "current_device_idx": lambda: 0,
+        "set_device_index": lambda device=None: None,
+        "set_device_idx": lambda device=None: None,
+        "current_stream": lambda device=None: stream,
+        "set_stream": lambda stream=None: None,
+        "synchronize": lambda device=None: None,
+        "device_index": lambda device=None: contextlib.nullcontext(),
+        "empty_cache": lambda: None,
+    }
+    for name, answer in answers.items():
+        if hasattr(accelerator, name):
+            setattr(accelerator, name, answer)
+
+
+def _patch_data_parallel() -> None:
+    """nn.DataParallel over the one emulated device: the module itself (as PyTorch does with no GPU)."""
+    from torch.nn.parallel import DataParallel
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        torch.nn.Module.__init__(self)
+        self.module, self.device_ids, self.dim = module, [], dim
+        self.output_device, self.src_device_obj = None, torch.device("cpu")
+
+    DataParallel.__init__ = __init__
 
 
 def _patch_autocast_queries(state: State) -> None:
@@ -203,6 +252,7 @@ def _patch_autocast(state: State) -> None:
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         self._dtl_emulated = device_type == "cuda"
         if self._dtl_emulated:
+            state.note_cuda_used()
             device_type = "cpu"
             dtype = torch.float16 if dtype is None else dtype  # CUDA's default autocast dtype
         original_init(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
@@ -221,11 +271,13 @@ def _patch_autocast(state: State) -> None:
     autocast.__init__, autocast.__enter__, autocast.__exit__ = __init__, __enter__, __exit__
 
 
-def _patch_grad_scaler() -> None:
+def _patch_grad_scaler(state: State) -> None:
     scaler = torch.amp.grad_scaler.GradScaler
     original_init = scaler.__init__
 
     def __init__(self, device="cuda", *args, **kwargs):
+        if is_cuda(device):
+            state.note_cuda_used()
         original_init(self, _cpu(device), *args, **kwargs)
 
     scaler.__init__ = __init__

@@ -4,18 +4,22 @@ warnings and uncaught exceptions. Each records a claim only when a rule's defect
 from __future__ import annotations
 
 import functools
+import math
+import os
 import signal
 import sys
 import threading
+import types
 import warnings
 
 import torch
 
-from dtype_lint.runtime import messages
+from dtype_lint.runtime import messages, silent
 from dtype_lint.runtime.state import State
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 MAX_COLLECTIVES = 200
+MAX_DDP_TENSORS = 5000
 
 
 def _short(dtype) -> str:
@@ -178,9 +182,11 @@ def _hook_optimizer(state: State) -> None:
     torch.optim.Optimizer.__init__ = hooked_init
 
     def pre_hook(optimizer, args, kwargs):
+        if not state.in_scaler_step:
+            state.count_step()
+        silent.before_step(state, optimizer)
         if state.in_scaler_step:
             return
-        state.count_step()
         for scaler, info in _pending_scalers(state):
             stack = recorder.user_stack()
             if stack and stack[0] not in state.scaler_sites and len(state.scaler_sites) < 16:
@@ -198,6 +204,7 @@ def _hook_optimizer(state: State) -> None:
             )
 
     def post_hook(optimizer, args, kwargs):
+        silent.after_step(state, optimizer)
         bad = []
         for group in optimizer.param_groups:
             for param in group["params"]:
@@ -240,9 +247,11 @@ def _hook_clipping(state: State) -> None:
         else:
             parameters = list(parameters)
         norm = original(parameters, max_norm, *args, **kwargs)
+        seen = float(norm)
+        if not math.isfinite(seen):
+            return norm  # an overflow step the scaler will skip: evidence needs finite gradients
         for scaler, _info in _pending_scalers(state):
             scale = float(scaler.get_scale())
-            seen = float(norm)
             recorder.claim(
                 "clip-before-unscale",
                 ("DTL303",),
@@ -273,6 +282,13 @@ def _hook_backward(state: State) -> None:
                     "backward() ran with autocast still enabled",
                     stack,
                 )
+        if _pending_scalers(state) and torch.is_anomaly_check_nan_enabled():
+            # A scaled loss: inf/NaN gradients are the GradScaler's to find and skip, not an error.
+            torch.set_anomaly_enabled(True, False)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                torch.set_anomaly_enabled(True, True)
         return original(self, *args, **kwargs)
 
     torch.Tensor.backward = backward
@@ -290,7 +306,10 @@ def _hook_casts(state: State) -> None:
         def cast(self, *args, **kwargs):
             dtype = fixed_dtype or _dtype_in(args, kwargs)
             if dtype is not None and dtype.is_floating_point:
-                state.note_origin(state.module_casts, recorder.site(), _short(dtype))
+                site = recorder.site()
+                state.note_origin(state.module_casts, site, _short(dtype))
+                if site is not None:
+                    state.note_param_casts(self.parameters(), site)
             return original(self, *args, **kwargs)
 
         setattr(module, name, cast)
@@ -388,9 +407,34 @@ def _hook_collectives(state: State) -> None:
 
         setattr(dist, name, collective)
 
+    _hook_ddp(state)
     for name in ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                  "reduce_scatter_tensor", "reduce", "all_to_all_single", "gather", "scatter"):
         hook(name)
+
+
+def _hook_ddp(state: State) -> None:
+    """Each rank records its parameter and buffer dtypes as DDP wraps the model; confirm compares
+    them across ranks afterwards (DDP's own check only fails later, on one rank, in gloo terms)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    recorder = state.recorder
+    original = DistributedDataParallel.__init__
+
+    @functools.wraps(original)
+    def ddp_init(self, module, *args, **kwargs):
+        tensors = [(f"param {name}", t) for name, t in module.named_parameters()]
+        tensors += [(f"buffer {name}", t) for name, t in module.named_buffers()]
+        recorder.write(
+            {
+                "kind": "ddp-params",
+                "dtypes": [[name, _short(tensor.dtype)] for name, tensor in tensors[:MAX_DDP_TENSORS]],
+                "stack": recorder.user_stack(),
+            }
+        )
+        return original(self, module, *args, **kwargs)
+
+    DistributedDataParallel.__init__ = ddp_init
 
 
 # -- warnings, exceptions, signals --------------------------------------------------------------
@@ -440,6 +484,34 @@ def record_exception(state: State, error: BaseException) -> None:
     )
 
 
+_COMPANION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _without_companion(tb):
+    """The traceback minus the frames of dtype-lint's own wrappers (hooks, observer, emulation)."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_COMPANION_DIR):
+            kept.append((tb.tb_frame, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    cleaned = None
+    for frame, lasti, lineno in reversed(kept):
+        cleaned = types.TracebackType(cleaned, frame, lasti, lineno)
+    return cleaned
+
+
+def hide_companion_frames(error: BaseException, tb):
+    """The user's traceback reads as it would without confirm (chained exceptions too)."""
+    seen = set()
+    link = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if link.__traceback__ is not None:
+            link.__traceback__ = _without_companion(link.__traceback__)
+        link = link.__cause__ or link.__context__
+    return _without_companion(tb) if tb is not None else None
+
+
 def _hook_exceptions(state: State) -> None:
     original = sys.excepthook
 
@@ -447,6 +519,10 @@ def _hook_exceptions(state: State) -> None:
         try:
             record_exception(state, error)
         except Exception:  # noqa: BLE001 - the user's traceback matters more than ours
+            pass
+        try:
+            tb = hide_companion_frames(error, tb)
+        except Exception:  # noqa: BLE001
             pass
         original(kind, error, tb)
 

@@ -25,6 +25,7 @@ from dtype_lint.runtime.program import Program
 
 # After a timeout: how long the program gets to die from SIGTERM before SIGKILL.
 TERM_GRACE_S = 5.0
+PROGRESS_EVERY_S = float(os.environ.get("DTYPE_LINT_CONFIRM_PROGRESS_S", "30"))
 
 
 @dataclasses.dataclass
@@ -35,12 +36,21 @@ class RunResult:
     records: list[dict[str, Any]]
     output_tail: list[str]
     start_error: str | None = None
+    aborts: list[str] = dataclasses.field(default_factory=list)  # C++ ``what():`` messages
 
 
-def _pump(stream, tail: collections.deque, echo) -> None:
+# C++ aborts (a gloo enforce failing in one rank) never reach Python's excepthook: their
+# ``what():`` line in the output is the only trace of the rank that failed first.
+_ABORT_MARKER = "what():"
+MAX_ABORTS = 4
+
+
+def _pump(stream, tail: collections.deque, echo, aborts: list) -> None:
     for raw in iter(stream.readline, b""):
         text = raw.decode("utf-8", errors="replace")
         tail.append(text.rstrip("\n"))
+        if _ABORT_MARKER in text and len(aborts) < MAX_ABORTS:
+            aborts.append(text.split(_ABORT_MARKER, 1)[1].strip()[:500])
         if echo is not None:
             try:
                 echo.write(text)
@@ -67,6 +77,31 @@ def _kill_recorded(records: list[dict[str, Any]], sig: int) -> None:
                 pass
 
 
+def _wait(process, timeout: float, started: float, evidence_dir: str, steps: int, progress) -> None:
+    """Wait for the program; every PROGRESS_EVERY_S say how far it got (long runs look hung)."""
+    while True:
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout)
+        try:
+            process.wait(timeout=min(left, PROGRESS_EVERY_S) if progress is not None else left)
+            return
+        except subprocess.TimeoutExpired:
+            if progress is None or time.monotonic() - started >= timeout:
+                continue
+        records = protocol.read_evidence(evidence_dir)
+        step = max((int(r.get("step", 0)) for r in records), default=0)
+        claims = sum(1 for r in records if r.get("kind") == "claim")
+        ranks = len({r.get("rank") for r in records if r.get("kind") == "start"})
+        line = (f"dtype-lint confirm: {time.monotonic() - started:.0f}s, optimizer step {step} of {steps}, "
+                f"{claims} defect(s) seen so far" + (f", {ranks} ranks" if ranks > 1 else "") + "\n")
+        try:
+            progress.write(line)
+            progress.flush()
+        except (OSError, ValueError):
+            progress = None
+
+
 def run_program(
     program: Program,
     *,
@@ -75,6 +110,7 @@ def run_program(
     timeout: float,
     device: str,
     echo=sys.stderr,
+    progress=None,
 ) -> RunResult:
     workdir = tempfile.mkdtemp(prefix="dtype-lint-confirm-")
     evidence_dir = os.path.join(workdir, "evidence")
@@ -111,11 +147,12 @@ def run_program(
     except OSError as error:
         shutil.rmtree(workdir, ignore_errors=True)
         return RunResult(None, False, 0.0, [], [], start_error=f"cannot run {program.command[0]}: {error.strerror}")
-    pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo), daemon=True)
+    aborts: list[str] = []
+    pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo, aborts), daemon=True)
     pump.start()
     timed_out = False
     try:
-        process.wait(timeout=timeout)
+        _wait(process, timeout, started, evidence_dir, steps, progress)
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(process, signal.SIGTERM)
@@ -134,4 +171,4 @@ def run_program(
     seconds = time.monotonic() - started
     records = protocol.read_evidence(evidence_dir)
     shutil.rmtree(workdir, ignore_errors=True)
-    return RunResult(process.returncode, timed_out, seconds, records, list(tail))
+    return RunResult(process.returncode, timed_out, seconds, records, list(tail), aborts=aborts)

@@ -58,7 +58,12 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "collective-mismatch",
         "m21",
-        (r"collective mismatch", r"Detected mismatch between collectives", r"TensorDtypes="),
+        (
+            r"collective mismatch",
+            r"Detected mismatch between collectives",
+            r"TensorDtypes=",
+            r"Received data size doesn't match expected size",
+        ),
         ("DTL703",),
     ),
     Family("fsdp-dtype", "m22", (r"Must flatten tensors with uniform dtype",), ("DTL704",)),
@@ -72,6 +77,11 @@ FAMILIES: tuple[Family, ...] = (
             r"only supports boolean masks",
             r"expected scalar type Long but found",
             r"tensors used as indices must be long",
+            r"to have one of the following scalar types: Long, Int",
+            r"Expected dtype int32 or int64 for index",
+            r"only supports floating-point dtypes for input, got: (Long|Int)",
+            r"not implemented for '(Long|Int|Bool|Byte|Char|Short)'",
+            r"can't be cast to the desired output type (Long|Int|Bool|Byte|Char|Short)",
         ),
         ("DTL106",),
     ),
@@ -80,10 +90,24 @@ FAMILIES: tuple[Family, ...] = (
         "m6",
         (
             r"index_\w+\(\): self \(\w+\) and source \(\w+\) must have the same scalar type",
+            r"index_\w+\(\): self and source expected to have the same dtype",
             r"scatter\w*\(\): Expected self\.dtype to be equal to src\.dtype",
             r"Index put requires the source and destination dtypes match",
         ),
         ("DTL104",) + MISMATCH_CODES,
+    ),
+    # An op with no kernel (or no support) for float16/bfloat16: a model, input or default dtype made
+    # low precision reached it.
+    Family(
+        "lowp-unsupported",
+        "m24",
+        (
+            r"not implemented for '(Half|BFloat16)'",
+            r"Low precision dtypes not supported",
+            r"Unsupported dtype (Half|BFloat16)",
+            r"does not support (half|bfloat16|Half|BFloat16)",
+        ),
+        ("DTL101", "DTL102", "DTL401", "DTL503", "DTL702"),
     ),
     Family(
         "dtype-mismatch",
@@ -91,7 +115,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             r"must have the same dtype",
             r"expected scalar type \w+ but found \w+",
-            r"Input type \(\w+\) and (bias|weight) type \([\w:]+\) should be the same",
+            r"Input type \([\w:.]+\) and (bias|weight) type \([\w:.]+\) should be the same",
             r"mixed dtype \(CPU\): expect",
             r"input dtype \([\w.]+\) does not match weight dtype",
             r"Found dtype \w+ but expected \w+",
@@ -99,6 +123,10 @@ FAMILIES: tuple[Family, ...] = (
             r"to have the same dtype",
             r"expected m1 and m2 to have the same dtype",
             r"Expected .* to have the same dtype",
+            r"expected self and source to have same dtypes",
+            r"Type promoting not supported",
+            r"should have same dtype",
+            r"can't be cast to the desired output type",
         ),
         MISMATCH_CODES + ("DTL207",),
     ),

@@ -133,7 +133,7 @@ class Observer(TorchFunctionMode):
         if name not in WATCHED and not (self.emulated and "device" in kwargs):
             return func(*args, **kwargs)
         if self.emulated:
-            args, kwargs, shortcut = emulation.map_cuda_call(name, args, kwargs)
+            args, kwargs, shortcut = emulation.map_cuda_call(name, args, kwargs, self.state)
             if shortcut is not emulation._NOT_HANDLED:
                 return shortcut
             if self.state.cuda_autocast_depth and torch.is_autocast_enabled("cpu"):

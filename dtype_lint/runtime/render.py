@@ -86,7 +86,9 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
         for line in run["output_tail"][-10:]:
             out.write(f"    | {line}\n")
     out.write("\n")
-    if not verdicts and not runtime_only:
+    if not verdicts and not runtime_only and run.get("failed"):
+        out.write("No static findings, and the failure seen at run time maps to no rule.\n")
+    elif not verdicts and not runtime_only:
         out.write("No static findings, and nothing seen at run time.\n")
     for verdict in verdicts:
         finding = verdict.finding
@@ -107,8 +109,10 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
     counts: dict[str, int] = {}
     for verdict in verdicts + runtime_only:
         counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
-    order = ("confirmed", "not reproduced", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
+    order = ("confirmed", "not reproduced", "not tested", "not reached", "needs GPU", "not run", RUNTIME_ONLY)
     summary = ", ".join(f"{counts[name]} {name}" for name in order if counts.get(name))
+    if run.get("failed"):
+        summary = ", ".join(part for part in (summary, "the program failed (see above)") if part)
     out.write(f"\n{summary or 'nothing to report'}\n")
 
 

@@ -32,10 +32,34 @@ class State:
     # Once a step left inf/NaN in the weights, every later inf/NaN descends from it: those claims
     # also point at the optimizer's construction.
     nonfinite_origins: list = dataclasses.field(default_factory=list)
+    # The emulation mapped something of CUDA's (a device, autocast, GradScaler): only then does
+    # the report say CUDA was emulated.
+    cuda_used: bool = False
+    param_cast_sites: dict = dataclasses.field(default_factory=dict)  # id(parameter) -> [[path, line]]
+
+    def note_cuda_used(self) -> None:
+        if not self.cuda_used:
+            self.cuda_used = True
+            self.recorder.write({"kind": "cuda-used"})
 
     def origins(self) -> list[list]:
         """Lines that set up low-precision state; attached to claims those lines may explain."""
         return [entry[:2] for entry in self.module_casts + self.default_dtype_sites]
+
+    def note_param_casts(self, params, site: list) -> None:
+        """Which user lines cast each parameter (by identity: a cast keeps the Parameter object)."""
+        for param in params:
+            sites = self.param_cast_sites.setdefault(id(param), [])
+            if site not in sites and len(sites) < MAX_ORIGINS:
+                sites.append(site)
+
+    def casts_of(self, params) -> list[list]:
+        found: list[list] = []
+        for param in params:
+            for site in self.param_cast_sites.get(id(param), ()):
+                if site not in found:
+                    found.append(site)
+        return found
 
     def note_origin(self, bucket: list, site: list | None, dtype: str) -> None:
         if site is not None and len(bucket) < MAX_ORIGINS and [*site, dtype] not in bucket:

@@ -15,6 +15,7 @@ from dtype_lint.findings import Finding
 CONFIRMED = "confirmed"
 NOT_REPRODUCED = "not reproduced"
 NOT_REACHED = "not reached"
+NOT_TESTED = "not tested"
 NEEDS_GPU = "needs GPU"
 RUNTIME_ONLY = "runtime-only"
 NOT_RUN = "not run"
@@ -29,6 +30,12 @@ CUDA_ONLY = {
 }
 # ... except where the CPU emulation of CUDA reproduces the GPU's behaviour itself.
 EMULATED = frozenset({"DTL207"})
+# Defects that show only once optimizer steps run (the scaler protocol, optimizer state, updates):
+# a run that ended before its first step has not tested them.
+NEEDS_STEPS = frozenset(
+    {"DTL301", "DTL302", "DTL303", "DTL304", "DTL305", "DTL306", "DTL307", "DTL401", "DTL402", "DTL403", "DTL404",
+     "DTL405", "DTL505"}
+)
 
 
 @dataclasses.dataclass
@@ -58,6 +65,8 @@ class RunSummary:
     scaler_updates: int = 0
     skipped_steps: int = 0
     scales: tuple[float, float] | None = None  # first and last loss scale seen
+    steps_run: int = 0  # optimizer steps started (the most on any rank)
+    cuda_used: bool = False  # the emulation mapped something of CUDA's
 
 
 def summarize(records: list[dict[str, Any]]) -> RunSummary:
@@ -76,8 +85,64 @@ def summarize(records: list[dict[str, Any]]) -> RunSummary:
         terminated=any(r["kind"] == "terminated" for r in records),
         start_errors=sorted({r["message"] for r in records if r["kind"] == "start-error"}),
         companion_errors=sorted({r["message"] for r in records if r["kind"] == "companion-error"}),
-        exceptions=[r for r in records if r["kind"] == "exception"],
+        exceptions=sorted((r for r in records if r["kind"] == "exception"), key=lambda r: int(r.get("rank", 0))),
+        steps_run=max((int(r.get("step", 0)) for r in records), default=0),
+        cuda_used=any(r["kind"] == "cuda-used" for r in records),
     )
+
+
+def _origins_of_subset(records: list[dict[str, Any]], participants: set[int]) -> list[list]:
+    """Flagged lines that ran on some of ``participants`` and not on the others."""
+    reached_by: dict[tuple[str, int], set[int]] = {}
+    for record in records:
+        if record["kind"] == "reach":
+            reached_by.setdefault((record["path"], record["line"]), set()).add(int(record.get("rank", 0)))
+    return [[path, line] for (path, line), seen in sorted(reached_by.items()) if seen and seen < participants]
+
+
+def ddp_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranks that wrapped models whose parameter/buffer dtypes differ (recorded at DDP construction)."""
+    by_rank: dict[int, dict[str, Any]] = {}
+    for record in records:
+        if record["kind"] == "ddp-params":
+            by_rank.setdefault(int(record.get("rank", 0)), record)
+    if len(by_rank) < 2:
+        return []
+    signatures = {rank: [tuple(entry) for entry in record["dtypes"]] for rank, record in by_rank.items()}
+    if len({tuple(sig) for sig in signatures.values()}) < 2:
+        return []
+    first_rank = min(signatures)
+    differing = None
+    for index, (name, dtype) in enumerate(signatures[first_rank]):
+        others = {rank: sig[index][1] for rank, sig in signatures.items() if index < len(sig)}
+        if len(set(others.values())) > 1:
+            differing = (name, others)
+            break
+    if differing is None:
+        what = "different parameter lists"
+        dtypes = {str(rank): len(sig) for rank, sig in sorted(signatures.items())}
+    else:
+        name, others = differing
+        what = f"{name} is " + ", ".join(f"{dtype} on rank {rank}" for rank, dtype in sorted(others.items()))
+        dtypes = {str(rank): dtype for rank, dtype in sorted(others.items())}
+    stack: list[list] = []
+    for _rank, record in sorted(by_rank.items()):
+        for frame in record.get("stack") or []:
+            if frame not in stack:
+                stack.append(frame)
+    return [
+        {
+            "kind": "claim",
+            "what": "rank-dependent-dtype",
+            "codes": ["DTL703"],
+            "message": f"DistributedDataParallel wrapped models that differ by rank: {what}",
+            "stack": stack,
+            "origins": _origins_of_subset(records, set(by_rank)),
+            "detail": {"dtypes": dtypes},
+            "rank": sorted(by_rank),
+            "step": max(int(r.get("step", 0)) for r in by_rank.values()),
+        }
+    ]
 
 
 def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,10 +151,6 @@ def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Its origins are the flagged lines that ran on some of those ranks and not on the others:
     the rank-dependent branch that chose the dtype.
     """
-    reached_by: dict[tuple[str, int], set[int]] = {}
-    for record in records:
-        if record["kind"] == "reach":
-            reached_by.setdefault((record["path"], record["line"]), set()).add(int(record.get("rank", 0)))
     by_seq: dict[int, dict[int, dict[str, Any]]] = {}
     for record in records:
         if record["kind"] == "collective":
@@ -106,10 +167,7 @@ def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for frame in record.get("stack") or []:
                 if frame not in stack:
                     stack.append(frame)
-        participants = set(ranks)
-        origins = [
-            [path, line] for (path, line), seen in sorted(reached_by.items()) if seen and seen < participants
-        ]
+        origins = _origins_of_subset(records, set(ranks))
         claims.append(
             {
                 "kind": "claim",
@@ -154,7 +212,7 @@ def _merge(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list[Verdict], list[Verdict], RunSummary]:
     """Findings must carry absolute paths (as the evidence does)."""
     summary = summarize(records)
-    claims = _merge([r for r in records if r["kind"] == "claim"] + collective_claims(records))
+    claims = _merge([r for r in records if r["kind"] == "claim"] + ddp_claims(records) + collective_claims(records))
     reached = {(r["path"], r["line"]) for r in records if r["kind"] == "reach"}
     for claim in claims:
         reached.update(tuple(frame) for frame in claim.get("stack") or [])
@@ -178,6 +236,16 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
         elif finding.code in CUDA_ONLY and not summary.cuda and not (summary.emulated and finding.code in EMULATED):
             note = CUDA_ONLY[finding.code] + ("" if ran else "; the line never ran")
             verdicts.append(Verdict(finding, NEEDS_GPU, [], note))
+        elif ran and (clash := _clash(finding, claims)) is not None:
+            # Something this rule does not predict went wrong on this very line (shown as
+            # runtime-only): "nothing wrong was seen" would contradict the same run's evidence.
+            verdicts.append(Verdict(finding, NOT_TESTED, [], f"another defect showed on this line first: "
+                                    f"{clash['message']}"))
+        elif ran and finding.code in NEEDS_STEPS and summary.steps_run == 0:
+            crashes = summary.exceptions + [c for c in claims if "exception" in (c.get("detail") or {})]
+            ended = crashes[0]["message"] if crashes else None
+            reason = "no optimizer step ran" + (f"; the program ended first: {ended}" if ended else "")
+            verdicts.append(Verdict(finding, NOT_TESTED, [], f"the line ran, but {reason}"))
         elif ran:
             verdicts.append(Verdict(finding, NOT_REPRODUCED, [], "the line ran; nothing wrong was seen"))
         else:
@@ -194,6 +262,15 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
         )
     runtime_only.sort(key=lambda v: (v.path, v.line, v.what))
     return verdicts, runtime_only, summary
+
+
+def _clash(finding: Finding, claims: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A claim of another rule whose innermost user line is inside the finding."""
+    for claim in claims:
+        stack = claim.get("stack") or []
+        if stack and _in_range(finding, stack[0][0], stack[0][1]):
+            return claim
+    return None
 
 
 def absolute(finding: Finding) -> Finding:
