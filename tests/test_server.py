@@ -148,3 +148,12 @@ def test_noqa_action_adds_to_an_existing_noqa_and_columns_count_utf16():
     assert _apply(text.replace("é", "e"), [edit]).splitlines()[1].endswith("# noqa: DTL307, DTL201")
     assert convert.finding_range(lines, finding).start.character == 12
     assert convert.utf16_column("😀x", 2) == 2  # an astral character is two UTF-16 units
+
+
+def test_without_pygls_the_server_command_is_a_one_line_error():
+    import subprocess
+
+    code = "import sys; sys.modules['pygls'] = None; from dtype_lint.cli import main; sys.exit(main(['server']))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == "dtype-lint: error: the server needs pygls: pip install 'dtype-lint[server]'\n"
