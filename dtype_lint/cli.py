@@ -14,6 +14,7 @@ COMMANDS = {
     "fix": ("dtype_lint.commands.fix", "apply the fixes that findings carry"),
     "rule": ("dtype_lint.commands.rule", "print a rule's documentation"),
     "confirm": ("dtype_lint.commands.confirm", "run the program and confirm or refute findings"),
+    "server": ("dtype_lint.commands.server", "language server for editors (LSP over stdio; dtype-lint[server])"),
 }
 
 

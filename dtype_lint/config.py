@@ -36,6 +36,8 @@ class Settings:
     # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
     root: str = "."
     config_path: str | None = None
+    # A baseline file (absolute): findings recorded in it are not reported (see baseline.py).
+    baseline: str | None = None
 
     def is_selected(self, code: str, path: str | None = None) -> bool:
         chosen = _longest_prefix(code, self.select + self.extend_select)
@@ -70,7 +72,7 @@ class Settings:
     def cache_key(self) -> str:
         """What of these settings changes findings (the cache keys on it)."""
         fields = dataclasses.asdict(self)
-        for unrelated in ("output_format", "root", "config_path", "exclude"):
+        for unrelated in ("output_format", "root", "config_path", "exclude", "baseline"):
             fields.pop(unrelated)
         return repr(sorted(fields.items()))
 
@@ -139,6 +141,13 @@ def _version(value: Any, source: str) -> str:
     return value
 
 
+def _baseline_path(value: Any, source: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{source}: 'baseline' must be a file name such as \"dtype-lint-baseline.json\"")
+    # Relative to the config file's directory, wherever the run starts.
+    return os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(source)), value))
+
+
 _KEYS = {
     "select": lambda v, s: {"select": _selector_list("select", v, s)},
     "ignore": lambda v, s: {"ignore": _selector_list("ignore", v, s)},
@@ -148,6 +157,7 @@ _KEYS = {
     "min-confidence": lambda v, s: {"min_confidence": _confidence(v, s)},
     "output-format": lambda v, s: {"output_format": _output_format(v, s)},
     "target-transformers": lambda v, s: {"target_transformers": _version(v, s)},
+    "baseline": lambda v, s: {"baseline": _baseline_path(v, s)},
 }
 
 

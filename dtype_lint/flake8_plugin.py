@@ -3,7 +3,7 @@
 It checks the lines flake8 hands it (no re-reading), reports 0-based columns as flake8 expects
 (flake8 prints column + 1, so columns match the CLI's), and leaves ``--select``/``--ignore`` and
 ``# noqa`` on the reported line to flake8. It applies what flake8 cannot know: a suppression on
-the first line of a multi-line statement, and ``# dtype-lint: ignore[...]``.
+the first line of a multi-line statement, and ``# dtype-lint: ignore[...]``, and the project's baseline (``baseline = "..."``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ class DtypeLintChecker:
 
         settings = _settings_for(os.path.dirname(os.path.abspath(self.filename)))
         report = check_text("".join(self.lines), self.filename, settings, use_noqa=not self._disable_noqa)
+        if settings.baseline:  # the project's `baseline = "..."`: only new findings
+            from dtype_lint.baseline import apply_baseline
+
+            (report,) = apply_baseline([report], settings.baseline, settings).reports
         for finding in report.findings:
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
 

@@ -96,3 +96,23 @@ def test_fix_hook_rewrites_and_fails_then_passes(tmp_path, hook_rev, precommit_h
     _git(project, "add", "-A")
     second = _pre_commit(project, precommit_home)
     assert second.returncode == 0, second.stdout + second.stderr
+
+
+def test_check_hook_applies_the_configured_baseline(tmp_path, hook_rev, precommit_home):
+    project = _project(tmp_path, hook_rev, ["dtype-lint"])
+    (project / "pyproject.toml").write_text('[tool.dtype-lint]\nbaseline = "dtype-lint-baseline.json"\n')
+    written = subprocess.run(
+        [sys.executable, "-m", "dtype_lint", "check", "--select", "DTL001,DTL201", "--no-cache",
+         "--write-baseline", "dtype-lint-baseline.json", "."],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )
+    assert written.returncode == 0, written.stderr
+    (project / "train.py").write_text("# a header line\n" + DEFECT)
+    _git(project, "add", "-A")
+    passed = _pre_commit(project, precommit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr  # only baselined findings, shifted
+    (project / "train.py").write_text("# a header line\n" + DEFECT + "again = torch.cuda.amp.GradScaler()\n")
+    _git(project, "add", "-A")
+    failed = _pre_commit(project, precommit_home)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1 and "train.py:5:9: DTL201" in output and "train.py:4:" not in output, output

@@ -4,9 +4,9 @@
   and index.
 - Locations are relative URIs (to the working directory, ``%SRCROOT%``) with 1-based regions;
   columns count code points (``columnKind``), as the findings do.
-- ``partialFingerprints["dtypeLint/v1"]`` hashes the code, the path, the finding's source line
-  with whitespace collapsed and the occurrence index of that triple, never the line number, so
-  an alert survives lines inserted above it and is the same on every run.
+- ``partialFingerprints["dtypeLint/v1"]`` is the finding's line-independent fingerprint, the one
+  the baseline records (``dtype_lint.fingerprint``): an alert survives lines inserted above it
+  and is the same on every run.
 - A finding with a fix carries it as ``fixes[].artifactChanges[].replacements``; unsafe fixes
   say so in their description.
 - A notebook finding's region is relative to its cell; the cell number is in the region's and
@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,7 +26,8 @@ from typing import Any, TextIO
 from dtype_lint import __version__
 from dtype_lint.findings import Finding, Safety
 from dtype_lint.report import all_findings
-from dtype_lint.report.sources import lines_by_path, relative_path, source_line
+from dtype_lint.fingerprint import report_fingerprints
+from dtype_lint.report.sources import relative_path
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/dtype-lint/dtype-lint"
@@ -69,12 +69,6 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str,
     return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
 
 
-def fingerprint(finding: Finding, line_text: str | None, occurrence: int) -> str:
-    normalized = " ".join((line_text or "").split())
-    material = "\0".join((finding.code, relative_path(finding.path), normalized, str(occurrence)))
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
-
-
 def _fix(finding: Finding) -> dict[str, Any] | None:
     fix = finding.fix
     if fix is None or finding.cell is not None or not fix.edits:
@@ -99,7 +93,7 @@ def _fix(finding: Finding) -> dict[str, Any] | None:
     }
 
 
-def _result(finding: Finding, rule_index: dict[str, int], line_text: str | None, occurrence: int) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: dict[str, int], fingerprint: str) -> dict[str, Any]:
     region = _region(finding.line, finding.column, finding.end_line, finding.end_column)
     location: dict[str, Any] = {"physicalLocation": {"artifactLocation": artifact_location(finding.path), "region": region}}
     properties: dict[str, Any] = {"confidence": finding.confidence.label}
@@ -112,7 +106,7 @@ def _result(finding: Finding, rule_index: dict[str, int], line_text: str | None,
         "level": "error",
         "message": {"text": finding.message},
         "locations": [location],
-        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding, line_text, occurrence)},
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
         "properties": properties,
     }
     if finding.code in rule_index:
@@ -128,15 +122,11 @@ def sarif_log(reports) -> dict[str, Any]:
 
     rules = all_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
-    lines = lines_by_path(reports)
-    seen: dict[tuple[str, str, str], int] = {}
-    results = []
-    for finding in all_findings(reports):
-        text = source_line(lines.get(finding.path), finding, finding.line)
-        key = (finding.code, relative_path(finding.path), " ".join((text or "").split()))
-        occurrence = seen.get(key, 0)
-        seen[key] = occurrence + 1
-        results.append(_result(finding, rule_index, text, occurrence))
+    digests: dict[int, str] = {}
+    for report in reports:
+        for finding, fingerprint in zip(report.findings, report_fingerprints(report)):
+            digests[id(finding)] = fingerprint.digest
+    results = [_result(finding, rule_index, digests[id(finding)]) for finding in all_findings(reports)]
     internal = [error for report in reports for error in report.internal_errors]
     invocation: dict[str, Any] = {"executionSuccessful": not internal}
     if internal:
