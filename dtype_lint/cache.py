@@ -69,9 +69,17 @@ class Cache:
 
     def __init__(self, directory: str | os.PathLike, settings: Settings) -> None:
         self.directory = str(directory)
-        self.namespace = hashlib.sha256(
-            f"{analyzer_fingerprint()}\0{settings.cache_key()}".encode()
-        ).hexdigest()
+        self.settings_key = settings.cache_key()
+        self.namespace = hashlib.sha256(f"{analyzer_fingerprint()}\0{self.settings_key}".encode()).hexdigest()
+        self._siblings: dict[str, Cache] = {self.settings_key: self}
+
+    def for_settings(self, settings: Settings) -> "Cache":
+        """The same directory, keyed for other settings (a file under another config)."""
+        key = settings.cache_key()
+        sibling = self._siblings.get(key)
+        if sibling is None:
+            sibling = self._siblings[key] = Cache(self.directory, settings)
+        return sibling
 
     def _entry_path(self, display_path: str) -> str:
         name = hashlib.sha256(f"{self.namespace}\0{display_path}".encode()).hexdigest()
