@@ -27,7 +27,7 @@ from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).
 DIRECTORY_ENV = "DTYPE_LINT_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 _fingerprint: str | None = None
@@ -167,6 +167,7 @@ def _finding_to_json(finding: Finding) -> dict[str, Any]:
         "confidence": int(finding.confidence),
         "path": finding.path,
         "cell": finding.cell,
+        "file_line": finding.file_line,
         "fix": None if fix is None else {
             "safety": fix.safety.value,
             "description": fix.description,
@@ -197,4 +198,5 @@ def _finding_from_json(data: dict[str, Any]) -> Finding:
         fix=fix,
         path=data["path"],
         cell=data["cell"],
+        file_line=data["file_line"],
     )
