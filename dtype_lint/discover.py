@@ -128,9 +128,10 @@ def discover(
     return sorted(result)
 
 
-def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0) -> None:
-    """ruff's habit: a run that found nothing to check says so (and still exits 0)."""
+def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0, errors: list[str] = ()) -> None:
+    """ruff's habit: a run that found nothing to check says so (and still exits 0). Not when
+    something could not be read: that error says more."""
     import sys
 
-    if not files and quiet < 2:
+    if not files and not errors and quiet < 2:
         print(f"dtype-lint: warning: no Python files found under {', '.join(paths)}", file=sys.stderr)

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             for display, _ in files:
                 print(display)
             return _report_errors(walk_errors, [])
-        warn_if_empty(files, paths, args.quiet)
+        warn_if_empty(files, paths, args.quiet, walk_errors)
         cache = None
         if not args.no_cache:
             from dtype_lint.cache import Cache, cache_directory

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         results, out = [result], sys.stderr
     else:
         files = discover(paths, resolver, walk_errors)
-        warn_if_empty(files, paths, args.quiet)
+        warn_if_empty(files, paths, args.quiet, walk_errors)
         options = FixOptions(args.unsafe_fixes, write=not args.diff, original_lines=args.diff)
         results = fix_files(files, settings, options, args.jobs, settings_for=resolver)
         out = sys.stdout
