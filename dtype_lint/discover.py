@@ -72,6 +72,20 @@ def _is_regular_file(path: str) -> bool:
         return False
 
 
+def _force_excluded(path: str, settings: Settings) -> bool:
+    """A named file under an exclude pattern, or in a folder a walk skips (a virtual environment,
+    build output) below its config's directory: ruff's ``force-exclude``."""
+    if settings.is_excluded(path):
+        return True
+    folders = settings.relative(path).split("/")[:-1]
+    if folders[:1] == [".."]:
+        return False
+    root = os.path.abspath(settings.root)
+    return any(
+        _skip_dir(name, os.path.join(root, *folders[: index + 1])) for index, name in enumerate(folders)
+    )
+
+
 def _walk_error(errors: list[str]):
     def record(error: OSError) -> None:
         errors.append(f"{error.filename}: cannot read directory: {error.strerror}")
@@ -93,15 +107,15 @@ def discover(
     for given in paths:
         if os.path.isdir(given):
             for directory, subdirs, names in os.walk(given, onerror=_walk_error(errors)):
+                here = settings_for(directory)  # the directory's config decides for what it holds
                 subdirs[:] = sorted(
                     d for d in subdirs
-                    if not _skip_dir(d, os.path.join(directory, d))
-                    and not settings_for(os.path.join(directory, d)).is_excluded(os.path.join(directory, d))
+                    if not _skip_dir(d, os.path.join(directory, d)) and not here.is_excluded(os.path.join(directory, d))
                 )
                 for name in sorted(names):
                     if name.endswith(SOURCE_SUFFIXES):
                         full = os.path.join(directory, name)
-                        if settings_for(full).is_excluded(full):
+                        if here.is_excluded(full):
                             continue
                         if not _is_regular_file(full):
                             errors.append(f"{full}: not a regular file, skipped")
@@ -111,7 +125,7 @@ def discover(
             if not _is_regular_file(given):
                 raise UsageError(f"{given}: not a regular file")
             own = settings_for(given)
-            if not (own.force_exclude and own.is_excluded(given)):
+            if not (own.force_exclude and _force_excluded(given, own)):
                 explicit.append(given)
         else:
             raise UsageError(f"{given}: no such file or directory")

@@ -88,6 +88,7 @@ def monorepo(tmp_path_factory):
         "a/deep/y.py": DEFECT + "torch.backends.cudnn.allow_tf32 = True\n",
         "b/x.py": DEFECT,
         "legacy/old.py": DEFECT,
+        "b/build/gen.py": DEFECT,
     })
 
 
@@ -131,9 +132,11 @@ def test_verbose_names_the_configs_and_quiet_drops_the_summary(monorepo):
 
 # -- defect 2: exclude for named files (--force-exclude), --extend-exclude ------------------------
 def test_force_exclude_applies_excludes_to_named_files(monorepo):
-    named = run_cli("check", "--format", "json", "legacy/old.py", "b/x.py", cwd=monorepo)
-    assert found(named) == [("b/x.py", 2, "DTL201"), ("legacy/old.py", 2, "DTL201")]
-    forced = run_cli("check", "--format", "json", "--force-exclude", "legacy/old.py", "b/x.py", cwd=monorepo)
+    named = ["legacy/old.py", "b/build/gen.py", "b/x.py"]
+    as_named = run_cli("check", "--format", "json", *named, cwd=monorepo)
+    assert found(as_named) == [("b/build/gen.py", 2, "DTL201"), ("b/x.py", 2, "DTL201"), ("legacy/old.py", 2, "DTL201")]
+    # An exclude pattern and a folder a walk skips (build output) drop a named file too.
+    forced = run_cli("check", "--format", "json", "--force-exclude", *named, cwd=monorepo)
     assert found(forced) == [("b/x.py", 2, "DTL201")]
     extended = run_cli("check", "--format", "json", "--extend-exclude", "b,nothing", ".", cwd=monorepo)
     assert found(extended) == [("a/deep/y.py", 2, "DTL201")]
