@@ -45,8 +45,8 @@ def positive_int(text: str) -> int:
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", default=None, help="files or directories ('-' for stdin)")
-    parser.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable")
-    parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--select", type=_codes, help="comma-separated rule codes, prefixes or names to enable")
+    parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes, prefixes or names to disable")
     parser.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
     parser.add_argument("--min-confidence", type=_confidence, help="high, medium (default) or low")
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
