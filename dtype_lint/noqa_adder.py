@@ -4,18 +4,21 @@ Each finding gets ``# noqa: CODE`` where the suppression logic looks (suppress.p
 line, else the first line of its statement. A comment can only end a line that ends a token: not
 a line inside a multi-line string, not one continued by a backslash; such a finding with no
 line to hold the comment is reported, never written into a string. A line that already has
-``# noqa: CODES`` keeps them and gains the new codes, so a second run changes nothing.
+``# noqa: CODES`` keeps them and gains the new codes, so a second run changes nothing. In a
+notebook the directives go into the cells' sources, the rest of the JSON kept byte for byte.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import tokenize
 from typing import TextIO
 
 from dtype_lint.findings import Finding
+from dtype_lint.notebook import NotebookError, load_program
 from dtype_lint.suppress import NOQA, _codes
 
 PARSE_ERROR = "DTL001"
@@ -80,6 +83,25 @@ def with_noqa(text: str, findings: list[Finding]) -> tuple[str, int, list[Findin
     return "".join(lines), sum(len(codes) for codes in wanted.values()), unplaced
 
 
+def _notebook_with_noqa(data: bytes, findings: list[Finding]) -> tuple[bytes, int, list[Finding]]:
+    """The same for a notebook: on the cells' program, written back into the cells' sources."""
+    raw = data.decode("utf-8-sig")
+    program = load_program(raw)
+    program_line = {origin: number for number, origin in enumerate(program.origins, start=1) if origin}
+    by_program_finding: dict[int, Finding] = {}
+    in_program: list[Finding] = []
+    for finding in findings:
+        line = program_line.get((finding.cell, finding.line))
+        if line is not None:
+            moved = dataclasses.replace(finding, line=line, end_line=line, cell=None)
+            by_program_finding[id(moved)] = finding
+            in_program.append(moved)
+    text, count, unplaced = with_noqa(program.text, in_program)
+    new_raw = program.rebuild(text) if count else raw
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    return bom + new_raw.encode("utf-8"), count, [by_program_finding[id(f)] for f in unplaced]
+
+
 def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
     """Write the directives into each reported file; the number of codes added."""
     from dtype_lint.fixer.files import _signature, atomic_write
@@ -91,19 +113,21 @@ def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
         findings = [finding for finding in report.findings if finding.code != PARSE_ERROR]
         if not findings:
             continue
-        if report.path.endswith(".ipynb"):
-            err.write(f"dtype-lint: warning: {report.path}: --add-noqa does not edit notebooks\n")
-            continue
         fs_path = fs_paths.get(report.path, report.path)
         try:
             with open(fs_path, "rb") as stream:
                 read_as = _signature(os.fstat(stream.fileno()))
-                source = decode(stream.read())
-            text, count, unplaced = with_noqa(source.text, findings)
+                data = stream.read()
+            if report.path.endswith(".ipynb"):
+                output, count, unplaced = _notebook_with_noqa(data, findings)
+            else:
+                source = decode(data)
+                text, count, unplaced = with_noqa(source.text, findings)
+                output = encode(text, source.encoding, source.bom)
             if count:
-                atomic_write(fs_path, encode(text, source.encoding, source.bom), read_as)
-        except (OSError, UndecodableSource, SyntaxError, tokenize.TokenError, UnicodeEncodeError) as error:
-            err.write(f"dtype-lint: error: {report.path}: no noqa added: {error}\n")
+                atomic_write(fs_path, output, read_as)
+        except (OSError, UndecodableSource, SyntaxError, tokenize.TokenError, UnicodeError, NotebookError) as error:
+            err.write(f"dtype-lint: error: {report.path}: no noqa added: {getattr(error, 'reason', error)}\n")
             continue
         added += count
         for finding in unplaced:

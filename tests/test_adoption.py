@@ -349,7 +349,7 @@ def test_target_torch_gates_the_tf32_fix(tmp_path):
 
 
 # -- defect 6: notebooks cite cell:line; SARIF opens the notebook at the code ---------------------
-def test_notebook_messages_cite_cells_and_sarif_points_into_the_json(tmp_path):
+def _training_notebook(path):
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": ["# training\n"]},
         {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": [
@@ -363,7 +363,12 @@ def test_notebook_messages_cite_cells_and_sarif_points_into_the_json(tmp_path):
         ]},
     ]
     notebook = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "train.ipynb").write_text(json.dumps(notebook, indent=1))
+    path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def test_notebook_messages_cite_cells_and_sarif_points_into_the_json(tmp_path):
+    _training_notebook(tmp_path / "train.ipynb")
     listed = json.loads(run_cli("check", "--no-cache", "--format", "json", "train.ipynb", cwd=tmp_path).stdout)
     (dtl305,) = [f for f in listed if f["code"] == "DTL305"]
     assert (dtl305["cell"], dtl305["line"]) == (3, 5)
@@ -375,3 +380,14 @@ def test_notebook_messages_cite_cells_and_sarif_points_into_the_json(tmp_path):
     json_lines = (tmp_path / "train.ipynb").read_text().splitlines()
     assert json_lines[region["startLine"] - 1].strip() == '"    opt.step()\\n",'
     assert region["properties"] == {"cell": 3, "line": 5, "column": 5}
+
+
+def test_add_noqa_writes_into_notebook_cells(tmp_path):
+    path = _training_notebook(tmp_path / "train.ipynb")
+    before = path.read_text()
+    added = run_cli("check", "--no-cache", "--add-noqa", "train.ipynb", cwd=tmp_path)
+    assert added.stdout == "Added 1 noqa directive.\n", added.stderr
+    after = path.read_text()
+    changed = [(old, new) for old, new in zip(before.splitlines(), after.splitlines()) if old != new]
+    assert changed == [('    "    opt.step()\\n",', '    "    opt.step()  # noqa: DTL305\\n",')]
+    assert run_cli("check", "--no-cache", "train.ipynb", cwd=tmp_path).returncode == 0
