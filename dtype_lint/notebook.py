@@ -529,7 +529,13 @@ def fix_notebook(data: bytes, path: str, settings, options):
             failure=f"the fixed cells cannot be written back: {error.reason}",
             internal_errors=result.internal_errors,
         )
-    result.remaining = [fixed_program.to_cells(finding) for finding in outcome.remaining]
+    if options.original_lines:  # --diff: nothing written, so the cells as they are
+        from dtype_lint.fixer.files import as_found
+
+        unfixed = as_found(outcome.remaining, outcome.text, program.text, path, settings)
+        result.remaining = [program.to_cells(finding) for finding in unfixed]
+    else:
+        result.remaining = [fixed_program.to_cells(finding) for finding in outcome.remaining]
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     result.output = bom + new_raw.encode("utf-8")
     result.diff = unified_diff(raw, new_raw, path)

@@ -296,6 +296,13 @@ def test_fix_diff_reports_remaining_findings_at_unfixed_lines(tmp_path):
     applied = run_cli("fix", "--no-cache", "a.py", cwd=tmp_path)  # written: lines are the new file's
     for path, line, code in remaining:
         assert f"{path}:{line - 1}:" in applied.stdout
+    # A notebook holding the same code: its cell lines as they are, too.
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+    (tmp_path / "a.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    diff = run_cli("fix", "--no-cache", "--diff", "a.ipynb", cwd=tmp_path)
+    assert diff.returncode == 1
+    for _, line, code in remaining:
+        assert f"a.ipynb:cell 1:{line}:" in diff.stderr and code in diff.stderr
 
 
 # -- defect 8: DTL201's fix leaves no unused import (real flake8) ----------------------------------
