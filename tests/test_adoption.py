@@ -126,6 +126,8 @@ def test_verbose_names_the_configs_and_quiet_drops_the_summary(monorepo):
     assert quiet.returncode == 1 and "b/x.py:2:10: DTL201" in quiet.stdout and "Found" not in quiet.stdout
     silent = run_cli("check", "--no-cache", "-qq", "b", cwd=monorepo)
     assert silent.returncode == 1 and silent.stdout == "" and silent.stderr == ""
+    fixing = run_cli("fix", "--diff", "-v", "a", cwd=monorepo)
+    assert f"1 file with {monorepo / 'a' / 'deep' / 'pyproject.toml'}" in fixing.stderr
     both = run_cli("check", "-q", "-v", "b", cwd=monorepo)
     assert both.returncode == 2
 

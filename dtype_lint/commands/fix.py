@@ -95,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         warn_if_empty(files, paths, args.quiet, walk_errors)
         options = FixOptions(args.unsafe_fixes, write=not args.diff, original_lines=args.diff)
         results = fix_files(files, settings, options, args.jobs, settings_for=resolver)
+        if args.verbose:
+            from dtype_lint.commands.views import describe_configs
+
+            describe_configs(files, resolver, sys.stderr)
         out = sys.stdout
         if args.diff:
             for result in results:
