@@ -60,6 +60,8 @@ class Settings:
         return tuple(codes)
 
     def is_excluded(self, path: str) -> bool:
+        if not (self.exclude or self.extend_exclude):
+            return False
         relative = self.relative(path)
         return any(_glob_match(relative, pattern) for pattern in self.exclude + self.extend_exclude)
 

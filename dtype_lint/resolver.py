@@ -34,7 +34,8 @@ class SettingsResolver:
         current = directory
         while current not in known:
             walked.append(current)
-            found = config_in(Path(current))
+            # os.path first: most directories hold no pyproject.toml (a walk asks for each one).
+            found = config_in(Path(current)) if os.path.exists(os.path.join(current, "pyproject.toml")) else None
             if found is not None:
                 known[current] = found
                 break
