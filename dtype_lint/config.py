@@ -20,6 +20,7 @@ from dtype_lint.findings import Confidence
 
 SELECTOR = re.compile(r"^(ALL|DTL\d{0,3})$")
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github", "rdjson")
+VERSION = re.compile(r"\d+(\.\d+)*")  # target-torch, target-transformers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _output_format(value: Any, source: str) -> str:
 
 def _version(key: str, example: str):
     def parse(value: Any, source: str) -> str:
-        if not isinstance(value, str) or not re.fullmatch(r"\d+(\.\d+)*", value):
+        if not isinstance(value, str) or not VERSION.fullmatch(value):
             raise UsageError(f"{source}: '{key}' must be a version such as \"{example}\"")
         return value
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 
-from dtype_lint.config import OUTPUT_FORMATS, Settings
+from dtype_lint.config import OUTPUT_FORMATS, VERSION, Settings
 from dtype_lint.errors import UsageError
 from dtype_lint.findings import Confidence
 
@@ -21,7 +20,7 @@ def _codes(text: str) -> tuple[str, ...]:
 
 
 def _version(text: str) -> str:
-    if not re.fullmatch(r"\d+(\.\d+)*", text):
+    if not VERSION.fullmatch(text):
         raise argparse.ArgumentTypeError(f"expected a version such as 2.4, got {text!r}")
     return text
 
