@@ -27,7 +27,7 @@ from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).
 DIRECTORY_ENV = "DTYPE_LINT_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 _fingerprint: str | None = None
@@ -69,9 +69,22 @@ class Cache:
 
     def __init__(self, directory: str | os.PathLike, settings: Settings) -> None:
         self.directory = str(directory)
-        self.namespace = hashlib.sha256(
-            f"{analyzer_fingerprint()}\0{settings.cache_key()}".encode()
-        ).hexdigest()
+        self.settings_key = settings.cache_key()
+        self.namespace = hashlib.sha256(f"{analyzer_fingerprint()}\0{self.settings_key}".encode()).hexdigest()
+        self._siblings: dict[str, Cache] = {self.settings_key: self}
+        self._by_settings: dict[Settings, Cache] = {settings: self}
+
+    def for_settings(self, settings: Settings) -> "Cache":
+        """The same directory, keyed for other settings (a file under another config)."""
+        known = self._by_settings.get(settings)  # a dict lookup: cache_key() costs ~50 us
+        if known is not None:
+            return known
+        key = settings.cache_key()
+        sibling = self._siblings.get(key)
+        if sibling is None:
+            sibling = self._siblings[key] = Cache(self.directory, settings)
+        self._by_settings[settings] = sibling
+        return sibling
 
     def _entry_path(self, display_path: str) -> str:
         name = hashlib.sha256(f"{self.namespace}\0{display_path}".encode()).hexdigest()
@@ -159,6 +172,7 @@ def _finding_to_json(finding: Finding) -> dict[str, Any]:
         "confidence": int(finding.confidence),
         "path": finding.path,
         "cell": finding.cell,
+        "file_line": finding.file_line,
         "fix": None if fix is None else {
             "safety": fix.safety.value,
             "description": fix.description,
@@ -189,4 +203,5 @@ def _finding_from_json(data: dict[str, Any]) -> Finding:
         fix=fix,
         path=data["path"],
         cell=data["cell"],
+        file_line=data["file_line"],
     )

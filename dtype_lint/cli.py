@@ -19,6 +19,11 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # No abbreviations: `check --diff-b` or `--sel` must not silently mean a longer option.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # one line and exit 2, as argparse does, without the usage block
         raise UsageError(message)
 

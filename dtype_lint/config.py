@@ -20,6 +20,7 @@ from dtype_lint.findings import Confidence
 
 SELECTOR = re.compile(r"^(ALL|DTL\d{0,3})$")
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github", "rdjson")
+VERSION = re.compile(r"\d+(\.\d+)*")  # target-torch, target-transformers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,10 +30,15 @@ class Settings:
     extend_select: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    # Exclude even the files named on the command line (pre-commit names every staged file).
+    force_exclude: bool = False
     min_confidence: Confidence = Confidence.MEDIUM
     output_format: str = "text"
     # The transformers release the project targets ("4.56"); gates fixes such as DTL601's.
     target_transformers: str | None = None
+    # The oldest torch the project supports ("2.4"); gates fixes to APIs newer torch added (DTL701).
+    target_torch: str | None = None
     # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
     root: str = "."
     config_path: str | None = None
@@ -57,8 +63,10 @@ class Settings:
         return tuple(codes)
 
     def is_excluded(self, path: str) -> bool:
+        if not (self.exclude or self.extend_exclude):
+            return False
         relative = self.relative(path)
-        return any(_glob_match(relative, pattern) for pattern in self.exclude)
+        return any(_glob_match(relative, pattern) for pattern in self.exclude + self.extend_exclude)
 
     def relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
@@ -72,7 +80,9 @@ class Settings:
     def cache_key(self) -> str:
         """What of these settings changes findings (the cache keys on it)."""
         fields = dataclasses.asdict(self)
-        for unrelated in ("output_format", "root", "config_path", "exclude", "baseline"):
+        for unrelated in (
+            "output_format", "root", "config_path", "exclude", "extend_exclude", "force_exclude", "baseline"
+        ):
             fields.pop(unrelated)
         return repr(sorted(fields.items()))
 
@@ -98,13 +108,14 @@ def _glob_match(relative: str, pattern: str) -> bool:
 
 # -- reading -----------------------------------------------------------------------------------
 def _selector_list(key: str, value: Any, source: str) -> tuple[str, ...]:
+    from dtype_lint.selectors import normalise_selector
+
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise UsageError(f"{source}: '{key}' must be a list of rule codes")
-    codes = tuple(item.strip().upper() for item in value)
-    for code in codes:
-        if not SELECTOR.match(code):
-            raise UsageError(f"{source}: '{key}' has an invalid rule selector {code!r}")
-    return codes
+    try:
+        return tuple(normalise_selector(item) for item in value)
+    except ValueError as error:
+        raise UsageError(f"{source}: '{key}': {error}") from None
 
 
 def _string_list(key: str, value: Any, source: str) -> tuple[str, ...]:
@@ -135,10 +146,22 @@ def _output_format(value: Any, source: str) -> str:
     return value
 
 
-def _version(value: Any, source: str) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"\d+(\.\d+)*", value):
-        raise UsageError(f"{source}: 'target-transformers' must be a version such as \"4.56\"")
-    return value
+def _version(key: str, example: str):
+    def parse(value: Any, source: str) -> str:
+        if not isinstance(value, str) or not VERSION.fullmatch(value):
+            raise UsageError(f"{source}: '{key}' must be a version such as \"{example}\"")
+        return value
+
+    return parse
+
+
+def _boolean(key: str):
+    def parse(value: Any, source: str) -> bool:
+        if not isinstance(value, bool):
+            raise UsageError(f"{source}: '{key}' must be true or false")
+        return value
+
+    return parse
 
 
 def _baseline_path(value: Any, source: str) -> str:
@@ -154,9 +177,12 @@ _KEYS = {
     "extend-select": lambda v, s: {"extend_select": _selector_list("extend-select", v, s)},
     "per-file-ignores": lambda v, s: {"per_file_ignores": _per_file_ignores(v, s)},
     "exclude": lambda v, s: {"exclude": _string_list("exclude", v, s)},
+    "extend-exclude": lambda v, s: {"extend_exclude": _string_list("extend-exclude", v, s)},
+    "force-exclude": lambda v, s: {"force_exclude": _boolean("force-exclude")(v, s)},
     "min-confidence": lambda v, s: {"min_confidence": _confidence(v, s)},
     "output-format": lambda v, s: {"output_format": _output_format(v, s)},
-    "target-transformers": lambda v, s: {"target_transformers": _version(v, s)},
+    "target-transformers": lambda v, s: {"target_transformers": _version("target-transformers", "4.56")(v, s)},
+    "target-torch": lambda v, s: {"target_torch": _version("target-torch", "2.4")(v, s)},
     "baseline": lambda v, s: {"baseline": _baseline_path(v, s)},
 }
 
@@ -187,14 +213,24 @@ def find_config(start: str) -> Path | None:
     if not directory.is_dir():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
-        candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if "dtype-lint" in text and "dtype-lint" in _read_toml(candidate).get("tool", {}):
-                return candidate
+        candidate = config_in(candidate_dir)
+        if candidate is not None:
+            return candidate
+    return None
+
+
+def config_in(directory: Path) -> Path | None:
+    """``directory``'s pyproject.toml when it holds a [tool.dtype-lint] table (an unreadable
+    directory or file holds none)."""
+    candidate = directory / "pyproject.toml"
+    try:
+        if not candidate.is_file():
+            return None
+        text = candidate.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if "dtype-lint" in text and "dtype-lint" in _read_toml(candidate).get("tool", {}):
+        return candidate
     return None
 
 
@@ -210,6 +246,11 @@ def load_settings(start: str = ".", config: str | None = None) -> Settings:
     found = find_config(start)
     if found is None:
         return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+    return settings_from_file(found)
+
+
+def settings_from_file(found: Path) -> Settings:
+    """The settings a pyproject.toml found by discovery holds under [tool.dtype-lint]."""
     table = _read_toml(found)["tool"]["dtype-lint"]
     if not isinstance(table, dict):
         raise UsageError(f"{found}: [tool.dtype-lint] must be a table")

@@ -2,13 +2,18 @@
 
 Directories are walked for ``*.py`` (and ``*.ipynb``), skipping VCS folders, virtual environments,
 build output, caches, ``exclude`` patterns and whatever git ignores. A file named explicitly is
-always checked: pre-commit passes file names.
+checked unless ``force-exclude`` is on and an exclude pattern covers it (pre-commit names every
+staged file). Each path's exclude patterns come from its own settings (hierarchical config).
+Unreadable directories and walked entries that are not regular files (a FIFO named ``x.py`` would
+block the run) are reported in ``errors`` and skipped; the other files are still checked.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+from typing import Callable, Union
 
 from dtype_lint.config import Settings
 from dtype_lint.errors import UsageError
@@ -60,25 +65,68 @@ def _git_ignored(paths: list[str]) -> set[str]:
     return ignored
 
 
-def discover(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
-    """``(display_path, filesystem_path)`` pairs, sorted, without duplicates."""
+def _is_regular_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _force_excluded(path: str, settings: Settings) -> bool:
+    """A named file under an exclude pattern, or in a folder a walk skips (a virtual environment,
+    build output) below its config's directory: ruff's ``force-exclude``."""
+    if settings.is_excluded(path):
+        return True
+    folders = settings.relative(path).split("/")[:-1]
+    if folders[:1] == [".."]:
+        return False
+    root = os.path.abspath(settings.root)
+    return any(
+        _skip_dir(name, os.path.join(root, *folders[: index + 1])) for index, name in enumerate(folders)
+    )
+
+
+def _walk_error(errors: list[str]):
+    def record(error: OSError) -> None:
+        errors.append(f"{error.filename}: cannot read directory: {error.strerror}")
+
+    return record
+
+
+def discover(
+    paths: list[str],
+    settings: Union[Settings, Callable[[str], Settings]],
+    errors: list[str] | None = None,
+) -> list[tuple[str, str]]:
+    """``(display_path, filesystem_path)`` pairs, sorted, without duplicates. ``settings``: one
+    Settings for every path, or a function from a path to its settings."""
+    settings_for = (lambda path: settings) if isinstance(settings, Settings) else settings
+    errors = [] if errors is None else errors
     explicit: list[str] = []
     walked: list[str] = []
     for given in paths:
-        if os.path.isfile(given):
-            explicit.append(given)
-        elif os.path.isdir(given):
-            for directory, subdirs, names in os.walk(given):
+        if os.path.isdir(given):
+            for directory, subdirs, names in os.walk(given, onerror=_walk_error(errors)):
+                here = settings_for(directory)  # the directory's config decides for what it holds
                 subdirs[:] = sorted(
                     d for d in subdirs
-                    if not _skip_dir(d, os.path.join(directory, d))
-                    and not settings.is_excluded(os.path.join(directory, d))
+                    if not _skip_dir(d, os.path.join(directory, d)) and not here.is_excluded(os.path.join(directory, d))
                 )
                 for name in sorted(names):
                     if name.endswith(SOURCE_SUFFIXES):
                         full = os.path.join(directory, name)
-                        if not settings.is_excluded(full):
-                            walked.append(full)
+                        if here.is_excluded(full):
+                            continue
+                        if not _is_regular_file(full):
+                            errors.append(f"{full}: not a regular file, skipped")
+                            continue
+                        walked.append(full)
+        elif os.path.exists(given):
+            if not _is_regular_file(given):
+                raise UsageError(f"{given}: not a regular file")
+            own = settings_for(given)
+            if not (own.force_exclude and _force_excluded(given, own)):
+                explicit.append(given)
         else:
             raise UsageError(f"{given}: no such file or directory")
     ignored = _git_ignored(walked)
@@ -92,3 +140,12 @@ def discover(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
             display = os.path.normpath(path) if path.startswith("./") else path
             result.append((display, path))
     return sorted(result)
+
+
+def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0, errors: list[str] = ()) -> None:
+    """ruff's habit: a run that found nothing to check says so (and still exits 0). Not when
+    something could not be read: that error says more."""
+    import sys
+
+    if not files and not errors and quiet < 2:
+        print(f"dtype-lint: warning: no Python files found under {', '.join(paths)}", file=sys.stderr)

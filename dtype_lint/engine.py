@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sys
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
@@ -209,6 +209,8 @@ def check_file(
     except OSError as error:
         finding = _parse_error(display_path, f"cannot read: {error.strerror}", 1, 1)
         return FileReport(path=display_path, findings=[finding])
+    if cache is not None:
+        cache = cache.for_settings(settings)
     try:
         cached = cache.load(display_path, data) if cache is not None else None
         if cached is not None:
@@ -240,10 +242,15 @@ def check_files(
     *,
     prefilter: bool = True,
     cache: "Cache | None" = None,
+    settings_for: "Callable[[str], Settings] | None" = None,
 ) -> list[FileReport]:
-    """Reports for ``(display_path, fs_path)`` pairs, in the order given (``cache``: see cache.py)."""
+    """Reports for ``(display_path, fs_path)`` pairs, in the order given (``cache``: see cache.py).
+    ``settings_for``: each file's own settings (hierarchical config); else ``settings`` for all."""
     jobs = jobs or default_jobs()
-    work = [(display, fs_path, settings, prefilter, cache) for display, fs_path in files]
+    work = [
+        (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache)
+        for display, fs_path in files
+    ]
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
         return [_check_file_args(item) for item in work]
     # Imported here: a pre-commit-sized run never starts a pool and need not pay for the import.

@@ -73,6 +73,8 @@ class Finding:
     path: str = ""
     # Notebook cell (1-based) when the file is a notebook; lines are then cell-relative.
     cell: int | None = None
+    # In a notebook, the line of the file itself (its JSON) that holds the finding's cell line.
+    file_line: int | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.message)

@@ -49,6 +49,9 @@ class _CodeCell:
     source: str
     source_span: tuple[int, int]  # offsets of the JSON value of "source" in the raw text
     source_is_list: bool
+    # For each line of the cell, the line of the notebook's JSON text that holds it (SARIF
+    # locations point there: a viewer opens the .ipynb file at the cell's code).
+    json_lines: tuple[int, ...] = ()
 
 
 # -- a JSON reader that remembers where values are ----------------------------------------------
@@ -135,8 +138,29 @@ def _read_cells(text: str) -> list[_CodeCell]:
         else:
             line = text.count("\n", 0, source.start) + 1
             raise NotebookError(f"cell {number}: 'source' must be a string or a list of strings", line)
-        cells.append(_CodeCell(number, text_value, (source.start, source.end), is_list))
+        cells.append(_CodeCell(number, text_value, (source.start, source.end), is_list, _json_lines(text, source, is_list)))
     return cells
+
+
+def _json_lines(text: str, source: _Value, is_list: bool) -> tuple[int, ...]:
+    """The JSON line each line of a cell's source starts on: a string's own line for a list of
+    strings (nbformat's usual one string per line); the one line of a single string otherwise."""
+    parts = source.value if is_list else [source]
+    lines: list[int] = []
+    counted, newlines = 0, 0
+    at_line_start = True
+    for part in parts:
+        newlines += text.count("\n", counted, part.start)
+        counted = part.start
+        json_line = newlines + 1
+        value = part.value
+        if at_line_start and value:
+            lines.append(json_line)
+        # A line break inside the string (not at its end) starts a line on the same JSON line.
+        lines.extend(json_line for _ in range(value.count("\n", 0, max(0, len(value) - 1))))
+        if value:
+            at_line_start = value.endswith("\n")
+    return tuple(lines)
 
 
 def _is_python(metadata: Any) -> bool:
@@ -224,6 +248,10 @@ def _split_lines(source: str) -> list[str]:
     return lines
 
 
+# How rule messages cite another line of the file ("GradScaler line 23", "since line 25").
+_PROGRAM_LINE = re.compile(r"\bline (\d+)\b")
+
+
 @dataclasses.dataclass
 class NotebookProgram:
     """The code cells of one notebook as one Python program, and the way back."""
@@ -264,8 +292,17 @@ class NotebookProgram:
                 return cell, cell_line, candidate != line
         return None
 
+    def _cell_reference(self, match: re.Match) -> str:
+        located = self.locate(int(match.group(1)))
+        return f"cell {located[0]}:{located[1]}" if located else match.group(0)
+
+    def _json_line(self, cell: int, line: int) -> int | None:
+        json_lines = next((c.json_lines for c in self.cells if c.number == cell), ())
+        return json_lines[min(line, len(json_lines)) - 1] if json_lines else None
+
     def to_cells(self, finding: Finding) -> Finding:
-        """The finding with cell-relative positions (and its fix, if it stays in one cell)."""
+        """The finding with cell-relative positions (and its fix, if it stays in one cell); the
+        lines its message cites ("GradScaler line 11") become cell:line too."""
         start = self._start_of(finding.line)
         if start is None:  # past the last cell: should not happen, keep the program position
             return finding
@@ -286,6 +323,8 @@ class NotebookProgram:
             end_line=end_line,
             end_column=end_column,
             fix=self._fix_in_cell(finding.fix, cell),
+            message=_PROGRAM_LINE.sub(self._cell_reference, finding.message),
+            file_line=self._json_line(cell, line),
         )
 
     def _fix_in_cell(self, fix: Fix | None, cell: int) -> Fix | None:
@@ -490,7 +529,13 @@ def fix_notebook(data: bytes, path: str, settings, options):
             failure=f"the fixed cells cannot be written back: {error.reason}",
             internal_errors=result.internal_errors,
         )
-    result.remaining = [fixed_program.to_cells(finding) for finding in outcome.remaining]
+    if options.original_lines:  # --diff: nothing written, so the cells as they are
+        from dtype_lint.fixer.files import as_found
+
+        unfixed = as_found(outcome.remaining, outcome.text, program.text, path, settings)
+        result.remaining = [program.to_cells(finding) for finding in unfixed]
+    else:
+        result.remaining = [fixed_program.to_cells(finding) for finding in outcome.remaining]
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     result.output = bom + new_raw.encode("utf-8")
     result.diff = unified_diff(raw, new_raw, path)

@@ -31,7 +31,7 @@ def test_nearest_pyproject_above_the_checked_path_applies(tmp_path):
 
 def test_cli_flags_override_the_file(tmp_path):
     project(tmp_path, 'ignore = ["DTL201"]\n')
-    result = run_cli("check", "--format", "json", "--select", "DTL201", "--ignore", "DTL9", "src", cwd=tmp_path)
+    result = run_cli("check", "--format", "json", "--select", "DTL201", "--ignore", "DTL7", "src", cwd=tmp_path)
     assert codes(result) == [("src/train.py", "DTL201")]
 
 

@@ -73,7 +73,11 @@ def test_sarif_validates_against_the_oasis_schema_and_has_what_code_scanning_nee
         "startLine": 3, "startColumn": 10, "endLine": 3, "endColumn": 35,
     }
     notebook = by_uri["nb.ipynb"]
-    assert notebook["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    # The region is the notebook's own line holding the code; the cell position is in properties.
+    region = notebook["locations"][0]["physicalLocation"]["region"]
+    nb_lines = (tmp_path / "nb.ipynb").read_text().splitlines()
+    assert "s = torch.cuda.amp.GradScaler()" in nb_lines[region["startLine"] - 1]
+    assert region["properties"] == {"cell": 2, "line": 1, "column": 5}
     assert notebook["properties"]["cell"] == 2 and "fixes" not in notebook
     assert by_uri["broken.py"]["ruleId"] == "DTL001"
 
@@ -210,5 +214,5 @@ def test_sarif_notebook_fingerprints_survive_a_cell_inserted_above(tmp_path):
     (tmp_path / "nb.ipynb").write_text(_notebook("import torch\n", "# setup\nseed = 0\n", "\n" + defect_cell))
     (after,) = _results(_sarif(tmp_path, "nb.ipynb"))
     assert (before["properties"]["cell"], after["properties"]["cell"]) == (2, 3)
-    assert after["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert after["locations"][0]["physicalLocation"]["region"]["properties"]["line"] == 3
     assert after["partialFingerprints"] == before["partialFingerprints"]

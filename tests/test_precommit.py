@@ -116,3 +116,48 @@ def test_check_hook_applies_the_configured_baseline(tmp_path, hook_rev, precommi
     failed = _pre_commit(project, precommit_home)
     output = failed.stdout + failed.stderr
     assert failed.returncode == 1 and "train.py:5:9: DTL201" in output and "train.py:4:" not in output, output
+
+
+def test_check_hook_honours_exclude_for_the_files_it_is_given(tmp_path, hook_rev, precommit_home):
+    project = _project(tmp_path, hook_rev, ["dtype-lint"])
+    (project / "train.py").write_text(FIXED)
+    (project / "explore.ipynb").unlink()
+    (project / "legacy").mkdir()
+    (project / "legacy" / "old.py").write_text(DEFECT)
+    (project / "pyproject.toml").write_text('[tool.dtype-lint]\nexclude = ["legacy"]\n')
+    _git(project, "add", "-A")
+    result = _pre_commit(project, precommit_home)  # pre-commit names legacy/old.py: force-exclude drops it
+    assert result.returncode == 0, result.stdout + result.stderr
+    (project / "pyproject.toml").write_text("[tool.dtype-lint]\n")
+    _git(project, "add", "-A")
+    result = _pre_commit(project, precommit_home)
+    assert result.returncode == 1 and "legacy/old.py:3:10: DTL201" in result.stdout
+
+
+def test_readme_example_works_as_written_against_a_local_clone(tmp_path, precommit_home):
+    """The README's .pre-commit-config.yaml, word for word but for the repository's URL (this
+    machine cannot reach it), against a clone of this commit under the tag the README names."""
+    import re
+
+    from dtype_lint import __version__
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", readme, flags=re.S).group(1)
+    url = re.search(r"repo: (\S+)", block).group(1)
+    rev = re.search(r"rev: (\S+)", block).group(1)
+    assert rev == f"v{__version__}", "the README must name the release this checkout is"
+    clone = tmp_path / "dtype-lint"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, capture_output=True, timeout=300)
+    tagged = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{rev}"], cwd=clone, capture_output=True)
+    if tagged.returncode != 0:
+        # A checkout made without tags (CI's): the clone of this commit stands in for the release.
+        _git(clone, "tag", rev)
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(block.replace(url, str(clone)))
+    (project / "train.py").write_text(DEFECT)
+    _git(project, "add", ".")
+    result = _pre_commit(project, precommit_home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train.py:3:10: DTL201" in result.stdout

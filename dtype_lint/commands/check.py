@@ -1,11 +1,17 @@
-"""``dtype-lint check PATHS``: report findings; exit 1 when there are any, 2 on errors."""
+"""``dtype-lint check PATHS``: report findings; exit 1 when there are any, 2 on errors.
+
+``--fix`` / ``--unsafe-fixes`` / ``--diff`` make it ``dtype-lint fix`` (ruff's habit);
+``--add-noqa``, ``--statistics``, ``--show-files`` and ``--show-settings`` are other views of
+the same run.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from dtype_lint.commands.common import add_common_arguments, settings_from_args
+from dtype_lint.commands.common import add_common_arguments, resolver_from_args, settings_from_args
 
 
 def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,33 +54,71 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="report only findings on lines added or changed since the git revision REF (review mode)",
     )
     add_baseline_arguments(parser)
+    fixing = parser.add_argument_group("fixing (as `dtype-lint fix`)")
+    fixing.add_argument("--fix", action="store_true", help="apply the safe fixes: `dtype-lint fix`")
+    fixing.add_argument("--unsafe-fixes", action="store_true", help="apply unsafe fixes too: `dtype-lint fix --unsafe-fixes`")
+    fixing.add_argument("--diff", action="store_true", help="print the fixes as a diff, write nothing: `dtype-lint fix --diff`")
+    fixing.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when a file changed")
+    views = parser.add_argument_group("other views of the run")
+    views.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
+    views.add_argument("--add-noqa", action="store_true", help="append `# noqa: CODE` to every reported line")
+    views.add_argument("--show-files", action="store_true", help="list the files that would be checked, and exit")
+    views.add_argument("--show-settings", action="store_true", help="print the settings the first path gets, and exit")
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtype_lint.discover import discover
+    if args.fix or args.unsafe_fixes or args.diff:
+        from dtype_lint.commands import fix
+
+        if args.diff_base or args.statistics or args.add_noqa:
+            from dtype_lint.errors import UsageError
+
+            raise UsageError("--fix/--unsafe-fixes/--diff do not combine with --diff-base, --statistics or --add-noqa")
+        return fix.run(args)
+
+    from dtype_lint.discover import discover, warn_if_empty
     from dtype_lint.engine import check_bytes, check_files
     from dtype_lint.report import render
 
-    settings = settings_from_args(args)
+    if args.add_noqa and args.paths == ["-"]:
+        from dtype_lint.errors import UsageError
+
+        raise UsageError("--add-noqa edits files: give paths, not '-'")
+    started = time.perf_counter()
+    resolver = resolver_from_args(args)
+    settings = settings_from_args(args, resolver)
+    if args.show_settings:
+        from dtype_lint.commands.views import show_settings
+
+        show_settings(args.paths or ["."], settings, sys.stdout)
+        return 0
     paths = args.paths or ["."]
+    walk_errors: list[str] = []
     if paths == ["-"]:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         reports = [check_bytes(data, name, settings)]
     else:
-        files = discover(paths, settings)
+        files = discover(paths, resolver, walk_errors)
+        if args.show_files:
+            for display, _ in files:
+                print(display)
+            return _report_errors(walk_errors, [])
+        warn_if_empty(files, paths, args.quiet, walk_errors)
         cache = None
         if not args.no_cache:
             from dtype_lint.cache import Cache, cache_directory
 
             cache = Cache(cache_directory(settings), settings)
-        reports = check_files(files, settings, args.jobs, cache=cache)
-    internal = [error for report in reports for error in report.internal_errors]
-    reports = _baseline(args, reports, settings)
-    if isinstance(reports, int):  # the baseline was written
-        for error in internal:
-            print(f"dtype-lint: error: {error}", file=sys.stderr)
-        return 2 if internal else reports
+        reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver)
+        if args.verbose:
+            from dtype_lint.commands.views import describe_configs
+
+            describe_configs(files, resolver, sys.stderr)
+    baselined = _baseline(args, reports, settings)
+    if isinstance(baselined, int):  # the baseline was written
+        return _report_errors(walk_errors, reports) or baselined
+    reports = baselined
     if args.diff_base is not None:
         from dtype_lint.review import collect_changes, only_changed
 
@@ -82,10 +126,32 @@ def run(args: argparse.Namespace) -> int:
         stdin = (name, data) if paths == ["-"] else None
         changes = collect_changes(args.diff_base, "." if stdin else paths[0], stdin)
         reports = only_changed(reports, changes)
-    render(settings.output_format, reports, sys.stdout)
-    for error in internal:
-        print(f"dtype-lint: error: {error}", file=sys.stderr)
-    if internal:
-        return 2
+    if args.add_noqa:
+        from dtype_lint.noqa_adder import add_noqa
+
+        added = add_noqa(reports, dict(files), sys.stderr)
+        if args.quiet < 2:
+            print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        return _report_errors(walk_errors, reports)
+    if args.quiet < 2:
+        if args.statistics:
+            from dtype_lint.commands.views import statistics
+
+            statistics(reports, settings.output_format, sys.stdout)
+        else:
+            render(settings.output_format, reports, sys.stdout, show_summary=not args.quiet and bool(reports))
+    if args.verbose:
+        print(f"dtype-lint: checked {len(reports)} files in {time.perf_counter() - started:.2f}s", file=sys.stderr)
+    status = _report_errors(walk_errors, reports)
+    if status:
+        return status
     has_findings = any(report.findings for report in reports)
     return 1 if has_findings and not args.exit_zero else 0
+
+
+def _report_errors(walk_errors: list[str], reports) -> int:
+    """Print unreadable paths and internal errors (one line each); 2 when there were any."""
+    internal = [error for report in reports for error in report.internal_errors]
+    for error in walk_errors + internal:
+        print(f"dtype-lint: error: {error}", file=sys.stderr)
+    return 2 if walk_errors or internal else 0

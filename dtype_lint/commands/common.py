@@ -5,17 +5,24 @@ from __future__ import annotations
 import argparse
 import os
 
-from dtype_lint.config import OUTPUT_FORMATS, SELECTOR, Settings, load_settings, with_overrides
+from dtype_lint.config import OUTPUT_FORMATS, VERSION, Settings
 from dtype_lint.errors import UsageError
 from dtype_lint.findings import Confidence
 
 
 def _codes(text: str) -> tuple[str, ...]:
-    codes = tuple(code.strip().upper() for code in text.split(",") if code.strip())
-    for code in codes:
-        if not SELECTOR.match(code):
-            raise argparse.ArgumentTypeError(f"invalid rule selector {code!r}")
-    return codes
+    from dtype_lint.selectors import parse_selectors
+
+    try:
+        return parse_selectors(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _version(text: str) -> str:
+    if not VERSION.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a version such as 2.4, got {text!r}")
+    return text
 
 
 def _confidence(text: str) -> Confidence:
@@ -37,8 +44,8 @@ def positive_int(text: str) -> int:
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", default=None, help="files or directories ('-' for stdin)")
-    parser.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable")
-    parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--select", type=_codes, help="comma-separated rule codes, prefixes or names to enable")
+    parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes, prefixes or names to disable")
     parser.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
     parser.add_argument("--min-confidence", type=_confidence, help="high, medium (default) or low")
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
@@ -46,6 +53,21 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument("--stdin-filename", help="the name to report for source read from stdin")
     parser.add_argument("--format", "--output-format", dest="format", choices=OUTPUT_FORMATS)
+    parser.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS",
+                        help="comma-separated patterns to exclude on top of `exclude`")
+    parser.add_argument("--force-exclude", action=argparse.BooleanOptionalAction, default=None,
+                        help="apply excludes to files named on the command line too (pre-commit's hook does)")
+    parser.add_argument("--target-torch", type=_version, metavar="VERSION",
+                        help="oldest torch the code must run on; gates fixes to newer APIs (DTL701)")
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="count", default=0,
+                           help="print findings only, no summary (-qq: print nothing, exit status only)")
+    verbosity.add_argument("-v", "--verbose", action="store_true",
+                           help="also say which configuration each file took and how long the run took")
+
+
+def _patterns(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
 def _stdin_config_start(stdin_filename: str | None) -> str:
@@ -57,17 +79,29 @@ def _stdin_config_start(stdin_filename: str | None) -> str:
     return directory if os.path.isdir(directory) else "."
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def resolver_from_args(args: argparse.Namespace):
+    """Settings per file: the nearest config above each, the command line's flags on top."""
+    from dtype_lint.resolver import SettingsResolver
+
+    return SettingsResolver(
+        args.config,
+        dict(
+            select=args.select,
+            ignore=args.ignore,
+            extend_select=args.extend_select,
+            min_confidence=args.min_confidence,
+            output_format=args.format,
+            force_exclude=args.force_exclude,
+            target_torch=args.target_torch,
+        ),
+        extend_exclude=args.extend_exclude or (),
+    )
+
+
+def settings_from_args(args: argparse.Namespace, resolver=None) -> Settings:
+    """The run's own settings (output format, cache directory, stdin): those of the first path."""
     paths = args.paths or ["."]
     start = paths[0] if paths[0] != "-" else _stdin_config_start(args.stdin_filename)
-    if start != "-" and not os.path.exists(start):
+    if not os.path.exists(start):
         raise UsageError(f"{start}: no such file or directory")
-    settings = load_settings(start, args.config)
-    return with_overrides(
-        settings,
-        select=args.select,
-        ignore=args.ignore,
-        extend_select=args.extend_select,
-        min_confidence=args.min_confidence,
-        output_format=args.format,
-    )
+    return (resolver or resolver_from_args(args)).for_path(start)

@@ -12,7 +12,7 @@ import sys
 from collections import Counter
 from typing import TextIO
 
-from dtype_lint.commands.common import add_common_arguments, settings_from_args
+from dtype_lint.commands.common import add_common_arguments, resolver_from_args, settings_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: TextIO) -> None:
+def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: TextIO, quiet: int = 0) -> None:
     from dtype_lint.engine import FileReport
     from dtype_lint.findings import Safety
     from dtype_lint.fixer.files import remaining_findings
@@ -38,6 +38,8 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
     from dtype_lint.report.text_format import location
 
     remaining = remaining_findings(results)
+    if quiet >= 2:  # -qq: the exit status says it all; errors still go to stderr
+        out = _Discard()
     if settings.output_format in ("text", "concise"):
         for finding in remaining:
             out.write(f"{location(finding)}: {finding.code} {finding.message}\n")
@@ -55,6 +57,8 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
             err.write(f"dtype-lint: error: {result.path}: no fix applied: {result.failure}\n")
         for error in result.internal_errors:
             err.write(f"dtype-lint: error: {error}\n")
+    if quiet:
+        return
     fixed = sum(len(result.fixed) for result in results)
     verb = "Would fix" if diff_mode else "Fixed"
     out.write(f"{verb} {_plural(fixed, 'error')} ({len(remaining)} remaining).\n")
@@ -63,11 +67,18 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
         out.write(f"({_plural(hidden, 'more fix')} available with `dtype-lint fix --unsafe-fixes`.)\n")
 
 
+class _Discard:
+    def write(self, text: str) -> None:
+        pass
+
+
 def run(args: argparse.Namespace) -> int:
-    from dtype_lint.discover import discover
+    from dtype_lint.discover import discover, warn_if_empty
     from dtype_lint.fixer import FixOptions, fix_bytes, fix_files
 
-    settings = settings_from_args(args)
+    resolver = resolver_from_args(args)
+    settings = settings_from_args(args, resolver)
+    walk_errors: list[str] = []
     paths = args.paths or ["."]
     if paths == ["-"]:
         # Editors: source on stdin, the fixed source (or the diff) on stdout, the report on stderr.
@@ -80,15 +91,23 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         results, out = [result], sys.stderr
     else:
-        files = discover(paths, settings)
-        results = fix_files(files, settings, FixOptions(args.unsafe_fixes, write=not args.diff), args.jobs)
+        files = discover(paths, resolver, walk_errors)
+        warn_if_empty(files, paths, args.quiet, walk_errors)
+        options = FixOptions(args.unsafe_fixes, write=not args.diff, original_lines=args.diff)
+        results = fix_files(files, settings, options, args.jobs, settings_for=resolver)
+        if args.verbose:
+            from dtype_lint.commands.views import describe_configs
+
+            describe_configs(files, resolver, sys.stderr)
         out = sys.stdout
         if args.diff:
             for result in results:
                 sys.stdout.write(result.diff)
             out = sys.stderr  # stdout holds only the patch, so it can be piped to ``git apply``
-    _report(results, settings, args.unsafe_fixes, args.diff, out, sys.stderr)
-    if any(result.internal_errors for result in results):
+    _report(results, settings, args.unsafe_fixes, args.diff, out, sys.stderr, args.quiet)
+    for error in walk_errors:
+        print(f"dtype-lint: error: {error}", file=sys.stderr)
+    if walk_errors or any(result.internal_errors for result in results):
         return 2
     changed = any(result.changed for result in results)
     failed = any(result.failure for result in results)

@@ -267,6 +267,8 @@ def fix_text(
                 return FixOutcome(text, text, [], first.findings, [], None, first.internal_errors)
         chosen, skipped = _choose(round_, module, report.findings, unsafe) if candidates_exist else ([], [])
         if not chosen:
+            if current != text:
+                current, report = _without_orphaned_imports(text, current, report, path, settings)
             return FixOutcome(text, current, fixed, report.findings, skipped, None, report.internal_errors, round_number)
         if round_number == max_rounds:
             return fail(f"fixes did not reach a fixed point in {max_rounds} rounds")
@@ -286,6 +288,21 @@ def fix_text(
         fixed.extend(candidate.finding for candidate in chosen)
         current, report = new_text, new_report
     raise AssertionError("unreachable")
+
+
+def _without_orphaned_imports(original: str, current: str, report, path: str, settings: Settings):
+    """The fixed text without the imports the fixes left unused, and its report; unchanged if
+    dropping them would change what is reported."""
+    from dtype_lint.engine import check_text
+    from dtype_lint.fixer.orphans import drop_orphaned_imports
+
+    cleaned = drop_orphaned_imports(original, current)
+    if cleaned == current or _parse(cleaned)[0] is None:
+        return current, report
+    cleaned_report = check_text(cleaned, path, settings)
+    if [f.code for f in cleaned_report.findings] != [f.code for f in report.findings]:
+        return current, report
+    return cleaned, cleaned_report
 
 
 def _position(round_: _Round, offset: int) -> tuple[int, int]:

@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from typing import Callable
 
 from dtype_lint.config import Settings
 from dtype_lint.findings import Finding, sort_findings
@@ -24,6 +25,8 @@ from dtype_lint.source import UndecodableSource, decode, encode
 class FixOptions:
     unsafe: bool = False  # also apply fixes that change numerics or behaviour
     write: bool = True  # False for --diff and stdin: compute, never touch the file
+    # --diff: nothing is written, so what remains is reported where it is in the file as it is.
+    original_lines: bool = False
 
 
 @dataclasses.dataclass
@@ -118,7 +121,43 @@ def fix_bytes(data: bytes, path: str, settings: Settings, options: FixOptions) -
         return _untouched(result, source.text, path, settings, "the fixed code does not survive re-encoding")
     result.output = output
     result.diff = unified_diff(source.text, outcome.text, path)
+    if options.original_lines:
+        result.remaining = as_found(outcome.remaining, outcome.text, source.text, path, settings)
     return result
+
+
+def as_found(remaining: list[Finding], fixed_text: str, original: str, path: str, settings: Settings) -> list[Finding]:
+    """The findings left after fixing, at their places in the unfixed text: the original finding
+    (its lines, columns and message) where one of the same code was on the line the fixed line
+    came from; else the new finding moved to that line."""
+    from dtype_lint.engine import check_text
+
+    old_line = _line_map(fixed_text, original)
+    found: dict[tuple[str, int], list[Finding]] = {}
+    for finding in check_text(original, path, settings).findings:
+        found.setdefault((finding.code, finding.line), []).append(finding)
+    result = []
+    for finding in remaining:
+        line = old_line.get(finding.line, finding.line)
+        candidates = found.get((finding.code, line))
+        if candidates:
+            result.append(candidates.pop(0))
+        else:
+            shift = line - finding.line
+            result.append(dataclasses.replace(finding, line=line, end_line=finding.end_line + shift))
+    return sort_findings(result)
+
+
+def _line_map(new: str, old: str) -> dict[int, int]:
+    """1-based line in ``new`` -> the line of ``old`` it came from (a changed block maps onto
+    the old block line by line, its surplus onto the block's last line)."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    mapping: dict[int, int] = {}
+    for _tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        for offset in range(new_end - new_start):
+            old_index = min(old_start + offset, max(old_start, old_end - 1))
+            mapping[new_start + offset + 1] = old_index + 1
+    return mapping
 
 
 def _untouched(result: FileFixResult, text: str, path: str, settings: Settings, reason: str) -> FileFixResult:
@@ -163,14 +202,16 @@ def _fix_file_args(args) -> FileFixResult:
 
 
 def fix_files(
-    files: list[tuple[str, str]], settings: Settings, options: FixOptions, jobs: int | None = None
+    files: list[tuple[str, str]], settings: Settings, options: FixOptions, jobs: int | None = None,
+    settings_for: "Callable[[str], Settings] | None" = None,
 ) -> list[FileFixResult]:
     """Results for ``(display_path, fs_path)`` pairs, in the order given; files are independent,
-    so they spread over processes exactly as ``engine.check_files`` does."""
+    so they spread over processes exactly as ``engine.check_files`` does. ``settings_for``: each
+    file's own settings (hierarchical config)."""
     from dtype_lint.engine import PARALLEL_THRESHOLD, default_jobs
 
     jobs = jobs or default_jobs()
-    work = [(display, fs_path, settings, options) for display, fs_path in files]
+    work = [(display, fs_path, settings_for(fs_path) if settings_for else settings, options) for display, fs_path in files]
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
         return [_fix_file_args(item) for item in work]
     method = "fork" if sys.platform.startswith("linux") else "spawn"

@@ -12,6 +12,13 @@ def all_findings(reports) -> list[Finding]:
     return sort_findings([finding for report in reports for finding in report.findings])
 
 
-def render(output_format: str, reports, out: TextIO) -> None:
+# The formats people read end with a summary ("Found 3 errors."); -q leaves it out.
+SUMMARISED = ("text", "concise")
+
+
+def render(output_format: str, reports, out: TextIO, show_summary: bool = True) -> None:
     module = importlib.import_module(f"dtype_lint.report.{output_format}_format")
-    module.render(reports, out)
+    if output_format in SUMMARISED:
+        module.render(reports, out, show_summary=show_summary)
+    else:
+        module.render(reports, out)

@@ -8,9 +8,9 @@ from dtype_lint.report import all_findings
 from dtype_lint.report.text_format import headline, summary
 
 
-def render(reports, out: TextIO) -> None:
+def render(reports, out: TextIO, show_summary: bool = True) -> None:
     findings = all_findings(reports)
     for finding in findings:
         out.write(headline(finding) + "\n")
-    for line in summary(findings):
+    for line in summary(findings) if show_summary else ():
         out.write(line + "\n")

@@ -9,8 +9,10 @@
   and is the same on every run.
 - A finding with a fix carries it as ``fixes[].artifactChanges[].replacements``; unsafe fixes
   say so in their description.
-- A notebook finding's region is relative to its cell; the cell number is in the region's and
-  the result's ``properties`` and in the location's message. Its fix is left out: SARIF
+- A notebook finding's region is the line of the notebook's JSON that holds the cell's line (a
+  viewer opens the .ipynb there; no columns: JSON escapes shift them); the cell and the
+  cell-relative position are in the region's and the result's ``properties`` and in the
+  location's message. Its fix is left out: SARIF
   replacements address the notebook's JSON text, not a cell.
 """
 
@@ -98,7 +100,10 @@ def _result(finding: Finding, rule_index: dict[str, int], fingerprint: str) -> d
     location: dict[str, Any] = {"physicalLocation": {"artifactLocation": artifact_location(finding.path), "region": region}}
     properties: dict[str, Any] = {"confidence": finding.confidence.label}
     if finding.cell is not None:
-        region["properties"] = {"cell": finding.cell}
+        if finding.file_line is not None:
+            region = {"startLine": finding.file_line}
+            location["physicalLocation"]["region"] = region
+        region["properties"] = {"cell": finding.cell, "line": finding.line, "column": finding.column}
         location["message"] = {"text": f"cell {finding.cell}, line {finding.line}"}
         properties["cell"] = finding.cell
     result: dict[str, Any] = {

@@ -50,12 +50,12 @@ def summary(findings: list[Finding]) -> list[str]:
     return lines
 
 
-def render(reports, out: TextIO) -> None:
+def render(reports, out: TextIO, show_summary: bool = True) -> None:
     lines_by_path = {report.path: report.lines for report in reports}
     findings = all_findings(reports)
     for finding in findings:
         out.write(headline(finding) + "\n")
         for line in _source_excerpt(finding, lines_by_path.get(finding.path)):
             out.write(line + "\n")
-    for line in summary(findings):
+    for line in summary(findings) if show_summary else ():
         out.write(line + "\n")

@@ -67,8 +67,8 @@ class Tf32LegacyFlags(Rule):
     Safe: `allow_tf32 = True` / `False` becomes `fp32_precision = "tf32"` / `"ieee"` (cuDNN's flag
     covers convolutions and RNNs, so it becomes two lines), the documented equivalent on torch >= 2.9
     (checked on 2.13: the new settings read back as set, and a legacy read afterwards raises).
-    Code that must still run on torch < 2.9 should keep the legacy flag and silence this rule.
-    Offered only for literal `True`/`False` on a line of its own, and only when every mention of
+    Code that must still run on torch < 2.9 sets `target-torch` (e.g. `"2.4"`): the fix is then
+    not offered. Offered only for literal `True`/`False` on a line of its own, and only when every mention of
     `allow_tf32` in the file is such an assignment: a legacy read left behind would raise.
     """
 
@@ -139,6 +139,8 @@ class Tf32LegacyFlags(Rule):
     def _fix(self, node: cst.Assign, target: cst.AssignTarget, qualified: str, new: str | None) -> Fix | None:
         if new is None or len(node.targets) != 1 or not _lone_small_statement(self.ctx, node):
             return None
+        if not version_at_least(self.ctx.settings.target_torch, FP32_PRECISION_RELEASE):
+            return None  # the project still runs on a torch without fp32_precision
         if self._legacy_mentions() != self._fixable_assignments():
             return None  # a legacy read or a computed assignment stays: the new API would make it raise
         prefix = self.ctx.code_for(target.target.value)
@@ -171,6 +173,17 @@ class Tf32LegacyFlags(Rule):
                 if literal_bool(node.value) is not None:
                     count += 1
         return count
+
+
+# torch's first release with the per-backend ``fp32_precision`` settings.
+FP32_PRECISION_RELEASE = (2, 9)
+
+
+def version_at_least(target: str | None, release: tuple[int, ...]) -> bool:
+    """No target given means the current torch; else compare the dotted version with ``release``."""
+    if target is None:
+        return True
+    return tuple(int(part) for part in target.split(".")) >= release
 
 
 # -- DTL702 ------------------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""``check --statistics``, ``--show-settings`` and ``-v``: other views of a run's settings and findings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from typing import TextIO
+
+from dtype_lint.findings import Finding, Safety
+
+
+def _fixability(findings: list[Finding]) -> str:
+    """``[*]`` when `fix` can fix them, ``[-]`` only with --unsafe-fixes, ``[ ]`` not at all (ruff's marks)."""
+    safeties = {finding.fix.safety for finding in findings if finding.fix is not None}
+    if Safety.SAFE in safeties:
+        return "[*]"
+    return "[-]" if safeties else "[ ]"
+
+
+def statistics(reports, output_format: str, out: TextIO) -> None:
+    by_code: dict[str, list[Finding]] = {}
+    for report in reports:
+        for finding in report.findings:
+            by_code.setdefault(finding.code, []).append(finding)
+    counts = Counter({code: len(found) for code, found in by_code.items()})
+    # Most frequent first, ties by code: deterministic.
+    rows = sorted(by_code, key=lambda code: (-counts[code], code))
+    if output_format in ("text", "concise"):
+        width = max((len(str(counts[code])) for code in rows), default=1)
+        for code in rows:
+            found = by_code[code]
+            out.write(f"{counts[code]:>{width}}\t{code}\t{_fixability(found)} {found[0].name}\n")
+        return
+    data = [
+        {
+            "code": code,
+            "name": by_code[code][0].name,
+            "count": counts[code],
+            "fixable": sum(1 for f in by_code[code] if f.fix is not None and f.fix.safety is Safety.SAFE),
+            "unsafe_fixable": sum(1 for f in by_code[code] if f.fix is not None and f.fix.safety is Safety.UNSAFE),
+        }
+        for code in rows
+    ]
+    json.dump(data, out, indent=2)
+    out.write("\n")
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple) and value and all(isinstance(item, tuple) for item in value):
+        inner = ", ".join(f"{json.dumps(pattern)} = {_toml_value(codes)}" for pattern, codes in value)
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+    if hasattr(value, "label"):
+        return json.dumps(value.label)
+    return json.dumps(value)
+
+
+def show_settings(paths: list[str], settings, out: TextIO) -> None:
+    out.write(f"# settings for {paths[0]}\n")
+    out.write(f"# config: {settings.config_path or '(none: defaults)'}\n")
+    out.write(f"# root: {settings.root}\n")
+    for field in dataclasses.fields(settings):
+        if field.name in ("root", "config_path"):
+            continue
+        key, value = field.name.replace("_", "-"), getattr(settings, field.name)
+        out.write(f"# {key}: not set\n" if value is None else f"{key} = {_toml_value(value)}\n")
+
+
+def describe_configs(files: list[tuple[str, str]], resolver, out: TextIO) -> None:
+    """``-v``: which configuration each group of files took."""
+    counts: Counter = Counter(resolver(fs_path).config_path or "(no config: defaults)" for _, fs_path in files)
+    for config in sorted(counts):
+        out.write(f"dtype-lint: {counts[config]} file{'s' if counts[config] != 1 else ''} with {config}\n")
