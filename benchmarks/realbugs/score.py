@@ -7,8 +7,9 @@ Each case is a folder checked as one project (all its files together). Its heade
 says what it is: `bug` (a reproduction; defect lines carry `# realbug: [f<n>] [s<n>]`),
 `twin` (the fixed version of a bug) or `trap` (correct code that looks risky). `family`
 is issue #11's family (1-7), `shape` issue #13's shape (1-6); a defect marker's own
-`f<n>`/`s<n>` tags override the case's for that line. A defect counts as found when a
-finding's line range covers the marked line; any finding on a twin or trap is a false
+`f<n>`/`s<n>` tags override the case's for that line. The ends of one defect that sits in
+two places (`@name` on each: the cast, flag or load, and the use that fails) form one defect.
+A defect counts as found when a finding's line range covers one of its marked lines; any finding on a twin or trap is a false
 positive, except the API-migration codes listed in API_MIGRATION (counted apart).
 
     python benchmarks/realbugs/score.py [--min-confidence medium] [--json] [--jobs 2]
@@ -38,8 +39,7 @@ API_MIGRATION = frozenset({"DTL201", "DTL601", "DTL701"})
 
 @dataclass
 class Defect:
-    path: str
-    line: int
+    sites: list[tuple[str, int]]  # (file, line): the marked lines of one defect
     families: tuple[str, ...]
     shapes: tuple[str, ...]
     found_by: list[str] = field(default_factory=list)
@@ -84,12 +84,26 @@ def load_case(folder: Path) -> Case:
         raise SystemExit(f"{folder.name}: no '# realbugs-case: bug|twin|trap' header")
     families = tuple(f"f{f}" for f in _split_tags(meta.get("family", "")))
     shapes = tuple(f"s{s}" for s in _split_tags(meta.get("shape", "")))
-    defects = []
+    defects: list[Defect] = []
+    by_group: dict[str, Defect] = {}
     for rel, number, tags in raw_defects:
         tag_list = _split_tags(tags)
         own_f = tuple(t for t in tag_list if t.startswith("f"))
         own_s = tuple(t for t in tag_list if t.startswith("s"))
-        defects.append(Defect(rel, number, own_f or families, own_s or shapes))
+        group = next((t for t in tag_list if t.startswith("@")), None)
+        if group in by_group:  # another end of a defect already seen
+            defect = by_group[group]
+            defect.sites.append((rel, number))
+            defect.families = tuple(dict.fromkeys(defect.families + own_f))
+            defect.shapes = tuple(dict.fromkeys(defect.shapes + own_s))
+            continue
+        defect = Defect([(rel, number)], own_f, own_s)
+        defects.append(defect)
+        if group:
+            by_group[group] = defect
+    for defect in defects:
+        defect.families = defect.families or families
+        defect.shapes = defect.shapes or shapes
     if kind == "bug" and not defects:
         raise SystemExit(f"{folder.name}: a bug case needs at least one '# realbug:' line")
     return Case(folder.name, kind, families, shapes, source, defects)
@@ -115,9 +129,9 @@ def run_case(case: Case, min_confidence: str) -> Case:
         if finding["code"] in API_MIGRATION:
             continue  # a deprecation on the defect line is not a find of the defect
         path = Path(finding["path"]).as_posix().removeprefix("./")
+        end = finding.get("end_line") or finding["line"]
         for defect in case.defects:
-            end = finding.get("end_line") or finding["line"]
-            if defect.path == path and finding["line"] <= defect.line <= end:
+            if any(p == path and finding["line"] <= line <= end for p, line in defect.sites):
                 defect.found_by.append(finding["code"])
     return case
 
@@ -161,7 +175,7 @@ def summarise(cases: list[Case]) -> dict:
 def case_rows(cases: list[Case]) -> list[dict]:
     rows = []
     for case in cases:
-        marked = {(d.path, d.line) for d in case.defects}
+        marked = {site for d in case.defects for site in d.sites}
         rows.append({
             "case": case.name,
             "kind": case.kind,

@@ -12,7 +12,7 @@ class BasicBlockIR(nn.Module):
             nn.BatchNorm2d(in_channel),
             nn.Conv2d(in_channel, depth, 3, 1, 1, bias=False),
             nn.BatchNorm2d(depth),
-            nn.PReLU(depth, dtype=torch.float16),
+            nn.PReLU(depth, dtype=torch.float16),  # realbug: @end
             nn.Conv2d(depth, depth, 3, 1, 1, bias=False),
             nn.BatchNorm2d(depth),
         )

@@ -13,5 +13,5 @@ def train(loader, epochs=1):
                 loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
             optimizer.zero_grad()
             scaler.scale(loss).backward()
-            scaler.step(optimizer)  # realbug: f1
+            scaler.step(optimizer)  # realbug: f1 @end
             scaler.update()

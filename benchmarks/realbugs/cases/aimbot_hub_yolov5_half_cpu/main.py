@@ -7,9 +7,9 @@ import torch
 
 def main():
     model = torch.hub.load("ultralytics/yolov5", "yolov5s", pretrained=True, force_reload=False)
-    model.half()  # realbug: f7
+    model.half()  # realbug: f7 @end
     frame = np.zeros((320, 320, 3), dtype=np.uint8)
-    results = model(frame, size=320)
+    results = model(frame, size=320)  # realbug: @end
     print(results.xyxy[0])
 
 

@@ -8,14 +8,14 @@ import torch.nn as nn
 
 def label_weights(train_labels, num_classes):
     counts = np.bincount(train_labels, minlength=num_classes)
-    return torch.from_numpy(counts.sum() / (num_classes * counts))
+    return torch.from_numpy(counts.sum() / (num_classes * counts))  # realbug: @end
 
 
 def train(model, loader, train_labels, num_classes=3):
     criterion = nn.CrossEntropyLoss(weight=label_weights(train_labels, num_classes))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     for x, y in loader:
-        loss = criterion(model(x), y)  # realbug: f3 s6
+        loss = criterion(model(x), y)  # realbug: f3 s6 @end
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 
 def prepare_mask(mask, dtype=torch.bfloat16):
-    mask = mask.to(dtype)
+    mask = mask.to(dtype)  # realbug: @end
     return (1.0 - mask) * -10000.0
 
 
@@ -16,5 +16,5 @@ def attention_pytorch(q, k, v, heads, mask=None):
     q, k, v = (t.view(b, -1, heads, dim_head).transpose(1, 2) for t in (q, k, v))
     if mask is not None:
         mask = prepare_mask(mask)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # realbug: s1
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # realbug: s1 @end
     return out.transpose(1, 2).reshape(b, -1, heads * dim_head)

@@ -11,14 +11,14 @@ from codec import load_checkpoint
 @torch.no_grad()
 def inference(model, x):
     x = x.unsqueeze(0)
-    out_enc = model.compress(x)  # realbug: f1
+    out_enc = model.compress(x)  # realbug: f1 @end
     return model.decompress(out_enc["strings"], out_enc["shape"])
 
 
 def eval_model(model, filepaths, half=False):
     device = next(model.parameters()).device
     if half:
-        model = model.half()
+        model = model.half()  # realbug: @end
     for f in filepaths:
         x = torch.load(f).to(device)
         inference(model, x)

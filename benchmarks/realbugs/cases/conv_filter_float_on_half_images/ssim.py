@@ -14,7 +14,7 @@ def gaussian_window(size=11, sigma=1.5, channels=3):
 
 
 def ssim(img1, img2, size=11):
-    window = gaussian_window(size, channels=img1.shape[1]).to(img1.device)
-    mu1 = F.conv2d(img1, window, padding=size // 2, groups=img1.shape[1])  # realbug: f3 s1
+    window = gaussian_window(size, channels=img1.shape[1]).to(img1.device)  # realbug: @end
+    mu1 = F.conv2d(img1, window, padding=size // 2, groups=img1.shape[1])  # realbug: f3 s1 @end
     mu2 = F.conv2d(img2, window, padding=size // 2, groups=img2.shape[1])
     return (2 * mu1 * mu2 + 1e-4) / (mu1**2 + mu2**2 + 1e-4)

@@ -6,7 +6,7 @@ import torch
 
 num_inputs, num_examples = 2, 1000
 true_w, true_b = [2, -3.4], 4.2
-features = torch.from_numpy(np.random.normal(0, 1, (num_examples, num_inputs)))
+features = torch.from_numpy(np.random.normal(0, 1, (num_examples, num_inputs)))  # realbug: @end
 labels = true_w[0] * features[:, 0] + true_w[1] * features[:, 1] + true_b
 
 w = torch.tensor(np.random.normal(0, 0.01, (num_inputs, 1)), dtype=torch.float32)
@@ -16,7 +16,7 @@ b.requires_grad_(True)
 
 
 def linreg(X, w, b):
-    return torch.mm(X, w) + b  # realbug: f3 s6
+    return torch.mm(X, w) + b  # realbug: f3 s6 @end
 
 
 for epoch in range(3):

@@ -13,7 +13,7 @@ def main(args):
     accelerator = Accelerator(mixed_precision=args.mixed_precision)
     weight_dtype = torch.float16 if args.mixed_precision == "fp16" else torch.float32
     unet = UNet2DConditionModel.from_pretrained(
-        args.pretrained_model_name_or_path, subfolder="unet", torch_dtype=weight_dtype  # realbug: f2 s5
+        args.pretrained_model_name_or_path, subfolder="unet", torch_dtype=weight_dtype  # realbug: f2 s5 @end
     )
     optimizer = torch.optim.AdamW(unet.parameters(), lr=args.learning_rate)
     scheduler = DDPMScheduler.from_pretrained(args.pretrained_model_name_or_path, subfolder="scheduler")
@@ -24,7 +24,7 @@ def main(args):
         pred = unet(scheduler.add_noise(latents, noise, t), t, encoder_hidden_states).sample
         loss = F.mse_loss(pred.float(), noise.float())
         accelerator.backward(loss)
-        optimizer.step()
+        optimizer.step()  # realbug: @end
         optimizer.zero_grad()
 
 

@@ -16,7 +16,7 @@ class Model(nn.Module):
         super().__init__()
         self.model = EDSR()
         if args.precision == "half":
-            self.model.half()
+            self.model.half()  # realbug: @end
 
     def forward(self, x):
         return self.model(x)

@@ -6,7 +6,7 @@ from option import args
 
 
 def make_optimizer(args, target):
-    return torch.optim.Adam(target.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8)  # realbug: f1 f2
+    return torch.optim.Adam(target.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8)  # realbug: f1 f2 @end
 
 
 def train(loader):

@@ -11,7 +11,7 @@ def apply_rotary_emb(xq, xk, freqs_cis, dtype: torch.dtype = torch.float32):
     xk_ = torch.complex(reshape_xk[..., 0], reshape_xk[..., 1])
     xq_out = torch.view_as_real(xq_ * freqs_cis[None, :, None, :]).flatten(3)
     xk_out = torch.view_as_real(xk_ * freqs_cis[None, :, None, :]).flatten(3)
-    return xq_out.to(dtype), xk_out.to(dtype)
+    return xq_out.to(dtype), xk_out.to(dtype)  # realbug: @end
 
 
 def attention(x, wq, wk, wv, freqs_cis, n_heads):
@@ -20,5 +20,5 @@ def attention(x, wq, wk, wv, freqs_cis, n_heads):
     xk = torch.nn.functional.linear(x, wk).view(bsz, seqlen, n_heads, -1)
     xv = torch.nn.functional.linear(x, wv).view(bsz, seqlen, n_heads, -1)
     xq, xk = apply_rotary_emb(xq, xk, freqs_cis)
-    scores = torch.einsum("bihd,bjhd->bhij", xq, xk)  # realbug: s1
+    scores = torch.einsum("bihd,bjhd->bhij", xq, xk)  # realbug: s1 @end
     return torch.einsum("bhij,bjhd->bihd", scores.softmax(-1), xv)

@@ -15,8 +15,8 @@ class TextClassificationHead(nn.Module):
     def __init__(self, hidden, num_labels, class_weights=None):
         super().__init__()
         self.feed_forward = nn.Linear(hidden, num_labels)
-        weight = torch.tensor(class_weights) if class_weights is not None else None
+        weight = torch.tensor(class_weights) if class_weights is not None else None  # realbug: @end
         self.loss_fct = nn.CrossEntropyLoss(weight=weight)
 
     def logits_to_loss(self, logits, label_ids):
-        return self.loss_fct(logits, label_ids.view(-1))  # realbug: f3 s6
+        return self.loss_fct(logits, label_ids.view(-1))  # realbug: f3 s6 @end

@@ -25,7 +25,7 @@ def main(args):
     for step, batch in enumerate(args.dataloader):
         loss = transformer(**batch).sample.float().pow(2).mean()
         accelerator.backward(loss)
-        optimizer.step()
+        optimizer.step()  # realbug: @end
         optimizer.zero_grad()
         if step % args.validation_steps == 0:
             pipeline = FluxPipeline.from_pretrained(

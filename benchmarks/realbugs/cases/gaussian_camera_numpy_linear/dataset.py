@@ -10,4 +10,4 @@ def random_camera(batch):
     azimuth = np.random.uniform(-180, 180, batch)
     radius = np.random.uniform(3.0, 3.5, batch)
     cams = np.stack([elevation, azimuth, radius], axis=-1)
-    return torch.from_numpy(cams)
+    return torch.from_numpy(cams)  # realbug: @end

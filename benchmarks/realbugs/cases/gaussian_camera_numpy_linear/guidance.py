@@ -15,4 +15,4 @@ class CameraEmbedding(nn.Module):
 
 def step(embedder: CameraEmbedding, batch=4):
     camera = random_camera(batch)
-    return embedder(camera)  # realbug: f3 s6
+    return embedder(camera)  # realbug: f3 s6 @end

@@ -14,5 +14,5 @@ def load_model(glide_path="", use_fp16=False, model_type="base"):
         model.load_state_dict(torch.load(glide_path, map_location="cpu"))
     if use_fp16:
         model.convert_to_fp16()
-        model = model.half()
+        model = model.half()  # realbug: @end
     return model, diffusion, options

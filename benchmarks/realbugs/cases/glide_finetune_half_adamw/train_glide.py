@@ -6,7 +6,7 @@ from glide_util import load_model
 def run_glide_finetune(data_loader, learning_rate=1e-5, adam_weight_decay=0.0, use_fp16=True):
     glide_model, diffusion, options = load_model(use_fp16=use_fp16)
     glide_model.train()
-    optimizer = torch.optim.AdamW(  # realbug: f1
+    optimizer = torch.optim.AdamW(  # realbug: f1 @end
         [x for x in glide_model.parameters() if x.requires_grad],
         lr=learning_rate,
         weight_decay=adam_weight_decay,

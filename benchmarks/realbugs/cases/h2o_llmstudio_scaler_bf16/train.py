@@ -10,13 +10,13 @@ from config import cfg
 def run_train(model, optimizer, loader):
     dtype = getattr(torch, cfg.architecture.backbone_dtype)
     model = model.to(dtype)
-    scaler = GradScaler() if cfg.environment.mixed_precision else None
+    scaler = GradScaler() if cfg.environment.mixed_precision else None  # realbug: @end
     for batch in loader:
         with autocast(enabled=cfg.environment.mixed_precision):
             loss = model(**batch)["loss"]
         if scaler is not None:
             scaler.scale(loss).backward()
-            scaler.step(optimizer)  # realbug: f2
+            scaler.step(optimizer)  # realbug: f2 @end
             scaler.update()
         else:
             loss.backward()

@@ -14,7 +14,7 @@ class LatentDiffusion(nn.Module):
     def get_input(self, batch, k):
         x = batch[k]
         x = x.permute(0, 3, 1, 2).to(memory_format=torch.contiguous_format).float()
-        return self.first_stage(x), self.cond_stage(batch["txt"].float())  # realbug: f2
+        return self.first_stage(x), self.cond_stage(batch["txt"].float())  # realbug: f2 @end
 
     def forward(self, batch):
         z, c = self.get_input(batch, "edited")

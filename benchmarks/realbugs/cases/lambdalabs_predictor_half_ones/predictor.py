@@ -13,11 +13,11 @@ class Predictor:
         if ckpt_path:
             self.model.load_state_dict(torch.load(ckpt_path, map_location=device))
         if fp16:
-            self.model = self.model.half()
+            self.model = self.model.half()  # realbug: @end
 
     @torch.no_grad()
     def warmup(self, size=64):
-        return self.model(torch.ones(1, 3, size, size, device=self.device))  # realbug: f1
+        return self.model(torch.ones(1, 3, size, size, device=self.device))  # realbug: f1 @end
 
     @torch.no_grad()
     def predict(self, image):

@@ -11,10 +11,10 @@ def main(args):
     vae = args.vae.to(device)
     if args.use_fp16:
         print("WARNING: using half percision for inferencing!")
-        vae.to(dtype=torch.float16)  # realbug: f7
-        latte.to(dtype=torch.float16)
+        vae.to(dtype=torch.float16)  # realbug: f7 @end
+        latte.to(dtype=torch.float16)  # realbug: @end
     z = torch.randn(1, 4, 16, 32, 32, device=device, dtype=torch.float16 if args.use_fp16 else torch.float32)
-    samples = latte(z, torch.zeros(1, device=device))
+    samples = latte(z, torch.zeros(1, device=device))  # realbug: @end
     return vae.decode(samples / 0.18215).sample
 
 

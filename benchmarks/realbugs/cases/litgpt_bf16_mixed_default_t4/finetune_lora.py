@@ -7,8 +7,8 @@ import torch
 
 def setup(precision=None, devices=1, tpu=False):
     if precision is None:
-        precision = "32-true" if tpu else "bf16-mixed"
-    fabric = L.Fabric(devices=devices, precision=precision)  # realbug: f7
+        precision = "32-true" if tpu else "bf16-mixed"  # realbug: @end
+    fabric = L.Fabric(devices=devices, precision=precision)  # realbug: f7 @end
     fabric.launch()
     model = torch.nn.Linear(16, 16)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)

@@ -13,7 +13,7 @@ class SwinLayer(nn.Module):
         self.qkv = nn.Linear(dim, dim * 3)
 
     def get_attn_mask(self, height, width):
-        img_mask = torch.zeros((1, height, width, 1))
+        img_mask = torch.zeros((1, height, width, 1))  # realbug: @end
         cnt = 0
         for h in (slice(0, -self.window_size), slice(-self.window_size, None)):
             for w in (slice(0, -self.window_size), slice(-self.window_size, None)):
@@ -26,5 +26,5 @@ class SwinLayer(nn.Module):
     def forward(self, hidden_states, height, width):
         q, k, v = self.qkv(hidden_states).chunk(3, dim=-1)
         scores = q @ k.transpose(-1, -2)
-        scores = scores + self.get_attn_mask(height, width)  # realbug: s1
+        scores = scores + self.get_attn_mask(height, width)  # realbug: s1 @end
         return scores.softmax(-1) @ v

@@ -15,7 +15,7 @@ def wrap_fp16_model(model):
 def init_detector(model, checkpoint, device="cpu", fp16=True):
     model.load_state_dict(torch.load(checkpoint, map_location="cpu"))
     if fp16:
-        wrap_fp16_model(model)  # realbug: f7
+        wrap_fp16_model(model)  # realbug: f7 @end
     model.to(device)
     model.eval()
     return model
@@ -24,4 +24,4 @@ def init_detector(model, checkpoint, device="cpu", fp16=True):
 def inference_detector(model, img):
     data = torch.from_numpy(img).permute(2, 0, 1)[None].float().half()
     with torch.no_grad():
-        return model(data)
+        return model(data)  # realbug: @end

@@ -12,11 +12,11 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
 
     def init_weights(self):
-        self.wte.to(dtype=torch.bfloat16)
+        self.wte.to(dtype=torch.bfloat16)  # realbug: @end
 
     def forward(self, idx):
         x = self.wte(idx)
-        return self.lm_head(x)  # realbug: f7 s1
+        return self.lm_head(x)  # realbug: f7 s1 @end
 
 
 def generate(device_type="cpu"):

@@ -8,11 +8,11 @@ import torch
 from model import GPT, GPTConfig
 
 device = "cuda"
-dtype = "bfloat16"  # 'float32', 'bfloat16', or 'float16'
+dtype = "bfloat16"  # realbug: @end  ('float32', 'bfloat16', or 'float16')
 exec(open("configurator.py").read())
 device_type = "cuda" if "cuda" in device else "cpu"
 ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)  # realbug: f7
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)  # realbug: f7 @end
 scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))
 
 model = GPT(GPTConfig()).to(device)

@@ -12,7 +12,7 @@ def attach_adapter(model, adapter_path):
     for name, module in model.named_modules():
         if name.endswith("q") and f"{name}.lora_A" in state:
             lora = LoraLinear(module, r=8)
-            lora.lora_A.weight.data = state[f"{name}.lora_A"]  # realbug: f4
+            lora.lora_A.weight.data = state[f"{name}.lora_A"]  # realbug: f4 @end
             lora.lora_B.weight.data = state[f"{name}.lora_B"]
             parent = model.get_submodule(name.rsplit(".", 1)[0])
             setattr(parent, "q", lora)

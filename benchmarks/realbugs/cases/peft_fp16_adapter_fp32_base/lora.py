@@ -10,4 +10,4 @@ class LoraLinear(nn.Module):
         self.scaling = alpha / r
 
     def forward(self, x):
-        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scaling
+        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scaling  # realbug: @end

@@ -15,9 +15,9 @@ def train():
     parser = transformers.HfArgumentParser((TrainingArguments,))
     (training_args,) = parser.parse_args_into_dataclasses()
     model = transformers.AutoModelForCausalLM.from_pretrained("Qwen/Qwen-VL-Chat", trust_remote_code=True)
-    model = model.to(torch.bfloat16)  # realbug: f2
+    model = model.to(torch.bfloat16)  # realbug: f2 @end
     trainer = transformers.Trainer(model=model, args=training_args, train_dataset=[])
-    trainer.train()
+    trainer.train()  # realbug: @end
 
 
 if __name__ == "__main__":

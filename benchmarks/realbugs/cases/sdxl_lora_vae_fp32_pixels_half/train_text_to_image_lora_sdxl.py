@@ -20,6 +20,6 @@ def main(args):
     else:
         vae.to(accelerator.device, dtype=weight_dtype)
     for batch in args.train_dataloader:
-        pixel_values = batch["pixel_values"].to(dtype=weight_dtype)
-        model_input = vae.encode(pixel_values).latent_dist.sample()  # realbug: f2 s5
+        pixel_values = batch["pixel_values"].to(dtype=weight_dtype)  # realbug: @end
+        model_input = vae.encode(pixel_values).latent_dist.sample()  # realbug: f2 s5 @end
         print(model_input.shape)

@@ -9,7 +9,7 @@ import shared
 
 def load_model(name):
     dtype = torch.bfloat16 if shared.args.bf16 else torch.float16
-    return transformers.AutoModelForCausalLM.from_pretrained(name, torch_dtype=dtype)
+    return transformers.AutoModelForCausalLM.from_pretrained(name, torch_dtype=dtype)  # realbug: @end
 
 
 def do_train(model_name, dataset, output_dir):
@@ -18,7 +18,7 @@ def do_train(model_name, dataset, output_dir):
         output_dir=output_dir,
         per_device_train_batch_size=4,
         learning_rate=3e-4,
-        fp16=False if shared.args.cpu else True,  # realbug: f2 s3
+        fp16=False if shared.args.cpu else True,  # realbug: f2 s3 @end
     )
     trainer = transformers.Trainer(model=model, train_dataset=dataset, args=args)
-    trainer.train()
+    trainer.train()  # realbug: @end

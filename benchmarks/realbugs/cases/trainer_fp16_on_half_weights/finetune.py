@@ -9,7 +9,7 @@ from data import build_dataset
 
 def main(model_path="baichuan-inc/Baichuan-13B-Base"):
     model = AutoModelForCausalLM.from_pretrained(
-        model_path, torch_dtype=torch.float16, trust_remote_code=True  # realbug: f2
+        model_path, torch_dtype=torch.float16, trust_remote_code=True  # realbug: f2 @end
     )
     model.gradient_checkpointing_enable()
     args = TrainingArguments(
@@ -19,4 +19,4 @@ def main(model_path="baichuan-inc/Baichuan-13B-Base"):
         learning_rate=2e-5,
         fp16=True,
     )
-    Trainer(model=model, args=args, train_dataset=build_dataset()).train()
+    Trainer(model=model, args=args, train_dataset=build_dataset()).train()  # realbug: @end

@@ -18,5 +18,5 @@ class ModelLoader:
         pixel_values = torch.randn(batch_size, 3, 32, 32)
         if dtype_override is not None:
             pixel_values = pixel_values.to(dtype_override)
-        pixel_mask = torch.zeros(batch_size, 32 * 32)  # realbug: s1
+        pixel_mask = torch.zeros(batch_size, 32 * 32)  # realbug: s1 @end
         return pixel_values, pixel_mask

@@ -16,4 +16,4 @@ def run_bf16():
     loader = ModelLoader(MaskedModel)
     model = loader.load_model(dtype_override=torch.bfloat16)
     pixel_values, pixel_mask = loader.load_inputs(dtype_override=torch.bfloat16)
-    return model(pixel_values, pixel_mask)
+    return model(pixel_values, pixel_mask)  # realbug: @end

@@ -12,7 +12,7 @@ parser.add_argument("--bf16", action="store_true")
 args = parser.parse_args()
 
 torch_type = torch.bfloat16 if args.bf16 else torch.float16
-inputs_embeds = torch.randn(1, 64, 32).to(torch_type)
+inputs_embeds = torch.randn(1, 64, 32).to(torch_type)  # realbug: @end
 image_features = torch.randn(16, 32)
 positions = torch.arange(8, 24)
 merge_image_features(inputs_embeds, image_features, positions)

@@ -12,11 +12,11 @@ def main():
     parser.add_argument("--quant", choices=[8, 4], type=int, default=None)
     args = parser.parse_args()
     tokenizer = AutoTokenizer.from_pretrained("THUDM/visualglm-6b", trust_remote_code=True)
-    model = AutoModel.from_pretrained("THUDM/visualglm-6b", trust_remote_code=True).half()  # realbug: f7
+    model = AutoModel.from_pretrained("THUDM/visualglm-6b", trust_remote_code=True).half()  # realbug: f7 @end
     if args.quant:
         model = model.quantize(args.quant)
     model = model.eval()
-    response, history = model.chat(tokenizer, "demo.jpg", "Describe this image", history=[])
+    response, history = model.chat(tokenizer, "demo.jpg", "Describe this image", history=[])  # realbug: @end
     print(response)
 
 

@@ -13,7 +13,7 @@ class IPProcessor(nn.Module):
         self.ip_v = nn.Linear(context_dim, hidden_dim)
 
     def forward(self, img_q, image_proj, ip_scale=1.0):
-        ip_k = self.ip_k(image_proj).to(torch.bfloat16)
+        ip_k = self.ip_k(image_proj).to(torch.bfloat16)  # realbug: @end
         ip_v = self.ip_v(image_proj).to(torch.bfloat16)
-        ip_attn = F.scaled_dot_product_attention(img_q, ip_k, ip_v)  # realbug: s1 s3
+        ip_attn = F.scaled_dot_product_attention(img_q, ip_k, ip_v)  # realbug: s1 s3 @end
         return ip_scale * ip_attn

@@ -12,7 +12,7 @@ def detect(weights, source, device="cpu"):
     model.eval()
     for img in source:
         img = torch.from_numpy(img).to(device).float() / 255.0
-        pred = model(img[None])[0]  # realbug: f4
+        pred = model(img[None])[0]  # realbug: f4 @end
         print(pred.shape)
 
 

@@ -12,12 +12,12 @@ def run(weights, source, device="cpu", half=False, imgsz=640):
     device = torch.device(device)
     model = DetectMultiBackend(weights, device=device)
     if half:
-        model.half()  # realbug: f7
+        model.half()  # realbug: f7 @end
     for im in source:
         im = torch.from_numpy(im).to(device)
         im = im.half() if half else im.float()
         im /= 255
-        pred = model(im[None])
+        pred = model(im[None])  # realbug: @end
         print(pred.shape)
 
 

@@ -10,7 +10,7 @@ class COCOEvaluator:
         tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor
         model = model.eval()
         if half:
-            model = model.half()  # realbug: f5
+            model = model.half()  # realbug: f5 @end
         outputs = []
         for imgs in self.loader:
             outputs.append(model(imgs.type(tensor_type)))

@@ -22,7 +22,7 @@ class Trainer:
                 loss = self.model(imgs, targets)["total_loss"]
             self.optimizer.zero_grad()
             self.scaler.scale(loss).backward()
-            self.scaler.step(self.optimizer)
+            self.scaler.step(self.optimizer)  # realbug: @end
             self.scaler.update()
 
     def train(self, epochs):
