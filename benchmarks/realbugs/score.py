@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -114,9 +115,9 @@ def _command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "dtype_lint"]
 
 
-def run_case(case: Case, min_confidence: str, cases_dir: Path = CASES_DIR) -> Case:
+def run_case(case: Case, min_confidence: str, cases_dir: Path = CASES_DIR, checker: list[str] | None = None) -> Case:
     folder = cases_dir / case.name
-    cmd = _command() + [
+    cmd = (checker or _command()) + [
         "check", ".", "--format", "json", "--no-cache", "--jobs", "1",
         "--min-confidence", min_confidence, "--exit-zero",
     ]
@@ -224,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the summary and rows as JSON")
     parser.add_argument("--jobs", type=int, default=2, help="cases checked at once")
     parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help="where the case folders are")
+    parser.add_argument(
+        "--checker", default=None,
+        help="the command to run instead of the installed dtype-lint (e.g. 'python -m dtype_lint' with "
+        "PYTHONPATH set to another checkout, to score a baseline)",
+    )
     parser.add_argument("cases", nargs="*", help="case folder names (default: all)")
     args = parser.parse_args(argv)
     folders = sorted(p for p in args.cases_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
@@ -231,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         folders = [f for f in folders if f.name in set(args.cases)]
     cases = [load_case(folder) for folder in folders]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        cases = list(pool.map(lambda c: run_case(c, args.min_confidence, args.cases_dir), cases))
+        checker = shlex.split(args.checker) if args.checker else None
+        cases = list(pool.map(lambda c: run_case(c, args.min_confidence, args.cases_dir, checker), cases))
     summary, rows = summarise(cases), case_rows(cases)
     if args.json:
         print(json.dumps({"min_confidence": args.min_confidence, "summary": summary, "cases": rows}, indent=2))
