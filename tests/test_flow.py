@@ -445,3 +445,22 @@ def test_cast_records_carry_before_values_and_order():
     assert cast.in_place and cast.dtypes == {"fp16"}
     assert cast.before.dtypes == {"fp32", "fp16"}  # first pass fp32, later passes fp16
     assert p.flow.optimizers[0].order < cast.order
+
+
+def test_numpy_true_division_of_integer_arrays_is_float64():
+    p = Probe(
+        """
+        import numpy as np
+        import torch
+        counts = np.bincount(labels)
+        weights = counts.sum() / counts
+        scaled = counts / 3
+        ids = torch.arange(10)
+        frac = ids / ids
+        """
+    )
+    assert p.value("np.bincount(labels)").dtypes == {"int"}
+    assert p.value("counts.sum() / counts").dtypes == {"fp64"}
+    assert p.value("counts / 3").dtypes == {"fp64"}
+    assert p.value("counts.sum() / counts").origin.line == 5
+    assert p.value("ids / ids").dtypes == {"fp32"}  # torch keeps its default float

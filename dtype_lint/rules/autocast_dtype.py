@@ -254,6 +254,10 @@ class Bf16Unchecked(Rule):
             "ctx = torch.amp.autocast(device_type='cuda', dtype=ptdtype)\nwith ctx:\n    logits, loss = model(X, Y)\n"
         ),
         Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n"),
+        Invalid(
+            "import lightning as L\ndef setup(precision=None, tpu=False):\n    if precision is None:\n"
+            "        precision = '32-true' if tpu else 'bf16-mixed'\n    return L.Fabric(precision=precision)\n"
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -298,13 +302,17 @@ class Bf16Unchecked(Rule):
         bf16 = keyword(call, "bf16")
         if is_true(bf16) and (name.endswith("Arguments") or name.endswith("Config")):
             return bf16, f"`{name}(bf16=True)` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
-        precision = string_value(keyword(call, "mixed_precision"))
-        if name == "Accelerator" and precision == "bf16" and not is_true(keyword(call, "cpu")):
-            return call, "`Accelerator(mixed_precision=\"bf16\")` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
-        precision = string_value(keyword(call, "precision"))
+        if name == "Accelerator" and not is_true(keyword(call, "cpu")):
+            found = self._bf16_choice(facts, keyword(call, "mixed_precision"), "bf16")
+            if found is not None:
+                what, confidence = found
+                return call, f"`Accelerator(mixed_precision={what})` trains in bfloat16", TRAINER_FAILS, confidence
         on_cpu = string_value(keyword(call, "accelerator")) == "cpu"
-        if name in ("Trainer", "Fabric") and precision is not None and precision.startswith("bf16") and not on_cpu:
-            return call, f"Lightning `{name}(precision={precision!r})` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
+        if name in ("Trainer", "Fabric") and not on_cpu:
+            found = self._bf16_choice(facts, keyword(call, "precision"), "bf16")
+            if found is not None:
+                what, confidence = found
+                return call, f"Lightning `{name}(precision={what})` trains in bfloat16", TRAINER_FAILS, confidence
         if name == "from_pretrained":
             for key in ("dtype", "torch_dtype"):
                 value = keyword(call, key)
@@ -312,6 +320,27 @@ class Bf16Unchecked(Rule):
                     what = f"`from_pretrained({key}={self.ctx.code_for(value)})` loads the model in bfloat16"
                     return value, what, LOAD_FAILS, Confidence.MEDIUM
         return None
+
+    @staticmethod
+    def _bf16_choice(facts, argument, prefix: str):
+        """``(what, confidence)`` when a precision argument holds a bf16 string on some path.
+
+        A literal is MEDIUM; a name whose assignments include a bf16 string (`precision =
+        "32-true" if tpu else "bf16-mixed"`) is MEDIUM when no fp16 fallback is among its
+        values (nothing else the script could run on a pre-Ampere GPU), LOW otherwise.
+        """
+        if argument is None:
+            return None
+        choices = facts.string_choices(argument)
+        bf16 = sorted(c for c in choices if c.startswith(prefix))
+        if not bf16:
+            return None
+        literal = string_value(argument)
+        if literal is not None:
+            return repr(literal), Confidence.MEDIUM
+        fallback = any(c in ("fp16", "16", "16-mixed", "16-true") for c in choices)
+        what = f"{facts.ctx.code_for(argument)} = {bf16[0]!r}"
+        return what, Confidence.LOW if fallback else Confidence.MEDIUM
 
     def _on_gpu(self, call: cst.Call) -> bool:
         """The loaded model is meant for a GPU: a device_map other than "cpu", or CUDA in the file."""

@@ -40,6 +40,56 @@ NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"))
 TORCH = exact_word("torch")
 
 
+# Ops that multiply or convolve two float tensors and never promote between them (outside
+# autocast): function -> positions of the tensor operands. ``x.mm(y)``-style methods take the
+# receiver as operand 0. Source: the "mat1 and mat2 must have the same dtype" / "expected scalar
+# type Half but found Float" errors of torch 2.x (RULES.md section 3, m1-m5).
+MATMUL_FUNCTIONS = {
+    "torch.mm": (0, 1), "torch.bmm": (0, 1), "torch.matmul": (0, 1), "torch.mv": (0, 1),
+    "torch.addmm": (0, 1, 2), "torch.baddbmm": (0, 1, 2), "torch.nn.functional.linear": (0, 1, 2),
+    "torch.nn.functional.conv1d": (0, 1, 2), "torch.nn.functional.conv2d": (0, 1, 2),
+    "torch.nn.functional.conv3d": (0, 1, 2), "torch.nn.functional.conv_transpose1d": (0, 1, 2),
+    "torch.nn.functional.conv_transpose2d": (0, 1, 2), "torch.nn.functional.conv_transpose3d": (0, 1, 2),
+}
+MATMUL_METHODS = frozenset({"mm", "bmm", "matmul", "mv"})
+# The keyword spelling of each operand position, for calls that name them.
+OPERAND_KEYWORDS = {0: ("input", "self"), 1: ("weight", "mat2", "other", "vec", "mat1", "batch1"), 2: ("bias", "mat2", "batch2")}
+
+
+def matmul_operands(ctx, node: cst.CSTNode) -> tuple[str, list[cst.BaseExpression]] | None:
+    """``(op name, operand nodes)`` of a matmul/linear/conv call or an ``a @ b``, else None."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        return "@", [node.left, node.right]
+    if not isinstance(node, cst.Call):
+        return None
+    for qualified in ctx.names.qualified_names(node.func):
+        positions = MATMUL_FUNCTIONS.get(qualified)
+        if positions is not None:
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            named = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            operands = []
+            for position in positions:
+                if position < len(positional):
+                    operands.append(positional[position])
+                else:
+                    operands.extend(named[k] for k in OPERAND_KEYWORDS[position] if k in named)
+            return qualified.replace("torch.nn.functional.", "F."), operands
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in MATMUL_METHODS and len(node.args) == 1:
+        receiver = ctx.flow.value_of(node.func.value)
+        if receiver is not None and receiver.kind == "tensor":
+            return f".{node.func.attr.value}()", [node.func.value, node.args[0].value]
+    return None
+
+
+def from_numpy(ctx, value: Value) -> bool:
+    """A float64 tensor whose float64 comes from a NumPy array (``torch.from_numpy(np.random...)``)."""
+    origin = value.origin_of(FP64)
+    if origin is None:
+        return False
+    produced = ctx.flow.value_of(origin.node)
+    return produced is not None and produced.kind == "numpy"
+
+
 # -- shared helpers ---------------------------------------------------------------------------
 def code(ctx, node: cst.CSTNode, limit: int = 50) -> str:
     text = " ".join(ctx.code_for(node).split())
@@ -510,7 +560,7 @@ class IndexOpDtype(Rule):
     """## What it does
     Flags `index_add_`, `index_copy_`, `scatter_`/`scatter_add_`/`scatter_reduce_`,
     `index_put_`, `masked_scatter_` and advanced-index assignment (`dest[mask] = src`,
-    `dest[idx] = src` with a tensor index) where the destination and the source tensors are known
+    `dest[idx] = src` with a tensor index or a list of integers, `dest[[0, 2], :, 1] = src`) where the destination and the source tensors are known
     to have different floating dtypes (typically a float16 buffer and a float32 update).
 
     ## Why is this bad?
@@ -555,6 +605,10 @@ class IndexOpDtype(Rule):
             fixed="import torch\nmemory = torch.zeros(4, 2, dtype=torch.float16)\nupdate = torch.randn(1, 2)\nmemory.index_add_(0, idx, update.to(memory.dtype))\n",
         ),
         Invalid(
+            "import torch\ngrid = torch.zeros(3, 3, 3)\nvalue = torch.tensor(5, dtype=torch.float64)\ngrid[[0, 1, 2], :, 1] = value\n",
+            fixed="import torch\ngrid = torch.zeros(3, 3, 3)\nvalue = torch.tensor(5, dtype=torch.float64)\ngrid[[0, 1, 2], :, 1] = value.to(grid.dtype)\n",
+        ),
+        Invalid(
             "import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3)\n",
             fixed="import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3).to(scores.dtype)\n",
         ),
@@ -584,6 +638,9 @@ class IndexOpDtype(Rule):
             indexed_by_tensor = False
             for element in subscript.slice:
                 if isinstance(element.slice, cst.Index):
+                    if _int_list(element.slice.value):
+                        indexed_by_tensor = True  # ``x[[0, 2], :, 1] = src``: advanced indexing too
+                        continue
                     index = self.ctx.flow.value_of(element.slice.value)
                     if index is not None and index.kind == "tensor" and index.dtypes & {INT, BOOL}:
                         indexed_by_tensor = True
@@ -629,17 +686,30 @@ class IndexOpDtype(Rule):
         )
 
 
+def _int_list(node: cst.BaseExpression) -> bool:
+    """A list literal of integers (``[0, 2, 1]``), which indexes like a tensor of indices."""
+    return isinstance(node, cst.List) and bool(node.elements) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.Integer) for e in node.elements
+    )
+
+
 # -- DTL105 -----------------------------------------------------------------------------------
 class NumpyFloat64Leak(Rule):
     """## What it does
     Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
-    `torch.tensor(np.linspace(...))`) passed to a float32/half module, or to a loss together
-    with a float32 tensor.
+    `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
+    float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
+    together with a tensor of another float dtype, or given to a loss as its class weights
+    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`).
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
-    then fails with `mat1 and mat2 must have the same dtype, but got Double and Float`; a loss
-    silently promotes to float64 (slow, and the gradient dtype no longer matches the model).
+    then fails with `mat1 and mat2 must have the same dtype, but got Double and Float`, `torch.mm`
+    with `expected m1 and m2 to have the same dtype, but got: double != float`, and a loss whose
+    weights are float64 with `expected scalar type Float but found Double` on float32 logits; a
+    loss given a float64 target silently promotes to float64 (slow, and the gradient dtype no
+    longer matches the model). Class weights from `np.bincount(...) / n` or scikit-learn's
+    `compute_class_weight` are float64 (deepset-ai/FARM#758).
 
     ## Example
     ```python
@@ -678,16 +748,76 @@ class NumpyFloat64Leak(Rule):
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
         ),
+        Invalid(
+            "import numpy as np\nimport torch\nfeatures = torch.from_numpy(np.random.normal(0, 1, (100, 2)))\nw = torch.zeros(2, 1)\ny = torch.mm(features, w)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\ncounts = np.bincount(labels)\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.from_numpy(counts.sum() / counts))\n",
+        ),
     )
 
     def _from_numpy(self, value: Value) -> bool:
-        origin = value.origin_of(FP64)
-        if origin is None:
+        return from_numpy(self.ctx, value)
+
+    def _leak(self, node: cst.BaseExpression) -> Value | None:
+        value = self.ctx.flow.value_of(node)
+        if value is not None and value.kind == "tensor" and value.dtype == FP64 and self._from_numpy(value):
+            return value
+        return None
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check_operands(node)
+
+    def _check_operands(self, node: cst.CSTNode) -> bool:
+        """A NumPy float64 operand of a matmul/linear/conv that meets another float dtype."""
+        found = matmul_operands(self.ctx, node)
+        if found is None:
             return False
-        produced = self.ctx.flow.value_of(origin.node)
-        return produced is not None and produced.kind == "numpy"
+        op, operands = found
+        values = [(n, self.ctx.flow.value_of(n)) for n in operands]
+        leak = next(((n, v) for n, v in values if self._leak(n) is not None), None)
+        others = [
+            (n, v) for n, v in values
+            if v is not None and v.kind == "tensor" and v.certain and v.dtype in (FP32, FP16, "bf16")
+        ]
+        if leak is None or not others:
+            return True
+        (leak_node, value), (other_node, other) = leak, others[0]
+        self.report(
+            leak_node,
+            f"`{code(self.ctx, leak_node)}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) "
+            f"and meets `{code(self.ctx, other_node)}`, {dtype_phrase(other)}, in `{op}`, which does not promote: "
+            f"expected m1 and m2 to have the same dtype, but got: double != "
+            f"{'float' if other.dtype == FP32 else 'c10::Half' if other.dtype == FP16 else 'c10::BFloat16'}; "
+            f"convert the array with `.astype(np.float32)`",
+            confidence=Confidence.HIGH if self.ctx.flow.autocast_at(node) is None else Confidence.MEDIUM,
+        )
+        return True
+
+    def _check_loss_weight(self, node: cst.Call) -> bool:
+        """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
+        name = self.ctx.names.qualified_names(node.func)
+        if not any(q.startswith("torch.nn.") and LOSS_CLASS.search(q) for q in name):
+            return False
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):
+                value = self._leak(arg.value)
+                if value is not None:
+                    loss = next(q for q in name if LOSS_CLASS.search(q)).rsplit(".", 1)[-1]
+                    self.report(
+                        arg.value,
+                        f"the class weights `{code(self.ctx, arg.value)}` are float64 "
+                        f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
+                        f"logits fails with 'expected scalar type Float but found Double'; build them with "
+                        f"`dtype=torch.float32` (or `.float()`)",
+                        confidence=Confidence.MEDIUM,
+                        fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+                    )
+        return True
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._check_operands(node) or self._check_loss_weight(node):
+            return
         flow = self.ctx.flow
         module, module_node = callee_module(self.ctx, node)
         loss = loss_name(self.ctx, node)

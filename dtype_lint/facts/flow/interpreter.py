@@ -1004,8 +1004,10 @@ class Interpreter:
             if left.kind != right.kind:
                 return None
             dtypes, partial = promote(left, right)
-            if divide:
-                dtypes = frozenset(self.default_float if d in (INT, BOOL) else d for d in dtypes)
+            if divide and dtypes & {INT, BOOL}:  # true division: NumPy gives float64, torch its default float
+                true_float = FP64 if left.kind == NUMPY else self.default_float
+                dtypes = frozenset(true_float if d in (INT, BOOL) else d for d in dtypes)
+                return make(left.kind, dtypes, self.origin(node)).replace(partial=partial)
             origin = left.origin if left.dtypes >= dtypes else right.origin
             value = make(left.kind, dtypes, origin).replace(partial=partial)
             return self._keep_origins(value, left, right)
@@ -1013,9 +1015,10 @@ class Interpreter:
         if tensor is None:
             return None
         scalar = _number_kind(other_node)
-        if tensor.kind == TENSOR and (scalar == FP32 or divide) and tensor.dtypes & {INT, BOOL}:
-            dtypes = frozenset(self.default_float if d in (INT, BOOL) else d for d in tensor.dtypes)
-            return make(TENSOR, dtypes, self.origin(node)).replace(partial=tensor.partial)
+        if (scalar == FP32 or divide) and tensor.dtypes & {INT, BOOL}:
+            true_float = FP64 if tensor.kind == NUMPY else self.default_float
+            dtypes = frozenset(true_float if d in (INT, BOOL) else d for d in tensor.dtypes)
+            return make(tensor.kind, dtypes, self.origin(node)).replace(partial=tensor.partial)
         if other is not None and other.kind not in tensor_kinds and other.dtypes:
             return None
         return tensor.replace(role=None) if tensor.role else tensor

@@ -76,7 +76,7 @@ NUMPY_FLOAT_FACTORIES = frozenset(
     " standard_normal random_sample sample beta gamma exponential laplace lognormal loadtxt"
     " genfromtxt zeros_like ones_like empty_like full_like".split()
 )
-NUMPY_INT_FACTORIES = frozenset("randint integers choice permutation".split())
+NUMPY_INT_FACTORIES = frozenset("randint integers choice permutation bincount".split())
 NUMPY_SAME_FUNCTIONS = frozenset(
     "concatenate stack hstack vstack expand_dims squeeze transpose reshape clip abs exp log sqrt"
     " flip roll tile repeat ascontiguousarray copy".split()

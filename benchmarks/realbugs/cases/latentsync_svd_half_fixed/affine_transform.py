@@ -1,0 +1,18 @@
+# realbugs-case: twin | family: 1 | shape: 2 | twin_of: latentsync_svd_half
+# source: https://github.com/bytedance/LatentSync/issues/241
+import torch
+
+
+class AlignRestore:
+    def __init__(self, dtype=torch.float16):
+        self.dtype = dtype
+
+    def transformation_from_points(self, points1, points0):
+        points1 = points1.to(self.dtype)
+        points0 = points0.to(self.dtype)
+        mean1, mean0 = points1.mean(0), points0.mean(0)
+        points1, points0 = points1 - mean1, points0 - mean0
+        covariance = points0.T @ points1
+        U, S, V = torch.svd(covariance.float())
+        R = (U @ V.T).T.to(self.dtype)
+        return torch.cat([R, (mean1 - R @ mean0)[:, None]], dim=1)

@@ -1,0 +1,26 @@
+# realbugs-case: twin | family: 1 | shape: 1 | twin_of: t5_invert_mask_fp16
+# source: https://github.com/huggingface/transformers/pull/4436
+import torch
+import torch.nn as nn
+
+
+class ModuleUtilsMixin:
+    @property
+    def dtype(self):
+        return next(self.parameters()).dtype
+
+    def invert_attention_mask(self, encoder_attention_mask):
+        extended = encoder_attention_mask[:, None, None, :]
+        extended = extended.to(dtype=self.dtype)
+        return (1.0 - extended) * torch.finfo(self.dtype).min
+
+
+class T5Stack(nn.Module, ModuleUtilsMixin):
+    def __init__(self, d_model=512):
+        nn.Module.__init__(self)
+        self.q = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, hidden, encoder_attention_mask):
+        q = self.q(hidden)
+        scores = q @ q.transpose(-1, -2) + self.invert_attention_mask(encoder_attention_mask)
+        return scores.softmax(-1) @ q

@@ -1,0 +1,161 @@
+"""DTL107: a matmul, linear or convolution whose two tensor operands have different float dtypes.
+
+The module-level rules (DTL101, DTL102) ask what a *module* and its input are; this one asks the
+same of the functional ops, where the weight is a tensor the program built itself (a Gaussian
+window for SSIM, a hand-made projection matrix, a filter bank). NumPy float64 operands are
+DTL105's; the dtypes come from the dtype flow, never re-derived here.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.facts.dtypes import BF16, FP16, FP32, FP64, Value
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.model_input import (
+    FP64_SPELLED,
+    code,
+    dtype_phrase,
+    from_numpy,
+    matmul_operands,
+    suffix_edit,
+)
+
+FLOATS = (FP32, FP16, BF16, FP64)
+TORCH_NAMES = {FP32: "Float", FP16: "Half", BF16: "BFloat16", FP64: "Double"}
+
+
+class OpOperandDtype(Rule):
+    """## What it does
+    Flags `torch.mm`/`bmm`/`matmul`/`mv`/`addmm`, `a @ b`, `F.linear` and `F.conv1d/2d/3d`
+    (and their transposes) called outside autocast on two tensors the dtype flow knows have
+    different floating dtypes: half activations convolved with a float32 filter the program
+    built (`F.conv2d(img.half(), gaussian_window)`), a float64 tensor multiplied by float32
+    weights, a bfloat16 input through a float32 projection matrix.
+
+    ## Why is this bad?
+    These ops never promote. Outside autocast they fail: `expected scalar type Half but found
+    Float` (conv), `mat1 and mat2 must have the same dtype, but got Double and Float` (linear),
+    `expected m1 and m2 to have the same dtype, but got: double != float` (mm). The filter or
+    matrix is usually made once in a helper with the default dtype while the data arrives in
+    another (NVIDIA/apex#965, an SSIM window on an fp16 super-resolution model).
+
+    ## Example
+    ```python
+    window = torch.ones(3, 1, 11, 11) / 121
+    blurred = F.conv2d(images.half(), window, padding=5, groups=3)
+    ```
+
+    ## Use instead
+    ```python
+    window = torch.ones(3, 1, 11, 11) / 121
+    images = images.half()
+    blurred = F.conv2d(images, window.to(images.dtype), padding=5, groups=3)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix casts the second operand to the first one's dtype, which may lower its
+    precision (a float32 filter to float16) or raise it; which side should move is a choice.
+    """
+
+    code = "DTL107"
+    name = "op-operand-dtype"
+    summary = "Matmul, linear or convolution on tensors of two different float dtypes"
+    fix_safety = Safety.UNSAFE
+    # Two float dtypes meet: one is float16, bfloat16 or a spelled float64.
+    triggers = LOWP_TRIGGERS + FP64_SPELLED
+    valid = (
+        "import torch\nimport torch.nn.functional as F\nw = torch.ones(3, 1, 5, 5)\nx = torch.randn(1, 3, 8, 8).half()\n"
+        "y = F.conv2d(x, w.to(x.dtype), groups=3)\n",
+        "import torch\na = torch.randn(4, 4, dtype=torch.float16)\nb = torch.randn(4, 4)\n"
+        "with torch.autocast('cuda', dtype=torch.float16):\n    c = a @ b\n",
+        "import torch\na = torch.randn(4, 4).double()\nb = torch.randn(4, 4).double()\nc = torch.mm(a, b)\n",
+        "import torch\nimport torch.nn.functional as F\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.weight = torch.nn.Parameter(torch.randn(4, 4))\n    def forward(self, x):\n        return F.linear(x, self.weight)\n"
+        "net = Net().half()\nnet(torch.randn(2, 4).half())\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nwindow = torch.ones(3, 1, 5, 5)\nimages = torch.rand(1, 3, 8, 8).half()\n"
+            "blurred = F.conv2d(images, window, groups=3)\n",
+            fixed="import torch\nimport torch.nn.functional as F\nwindow = torch.ones(3, 1, 5, 5)\nimages = torch.rand(1, 3, 8, 8).half()\n"
+            "blurred = F.conv2d(images, window.to(images.dtype), groups=3)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(2, 8, dtype=torch.float64)\nw = torch.randn(8, 4)\ny = x @ w\n",
+            fixed="import torch\nx = torch.randn(2, 8, dtype=torch.float64)\nw = torch.randn(8, 4)\ny = x @ w.to(x.dtype)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node)
+
+    def _float(self, node: cst.BaseExpression) -> Value | None:
+        if _module_state(node):
+            return None  # a parameter or buffer: module casts (`.half()`) move it with the module
+        value = self.ctx.flow.value_of(node)
+        if value is None or value.kind != "tensor" or not value.dtypes or not value.dtypes <= set(FLOATS):
+            return None
+        return None if value.role == "param" else value
+
+    def _check(self, node: cst.CSTNode) -> None:
+        found = matmul_operands(self.ctx, node)
+        if found is None or self.ctx.flow.autocast_at(node) is not None:
+            return  # autocast casts both operands of these ops to its dtype
+        op, operands = found
+        values = [(n, self._float(n)) for n in operands]
+        known = [(n, v) for n, v in values if v is not None]
+        if any(v.may_be(FP64) and from_numpy(self.ctx, v) for _, v in known):
+            return  # NumPy float64: DTL105
+        for (first_node, first), (other_node, other) in zip(known, known[1:]):
+            confidence = self._confidence(first, other)
+            if confidence is None:
+                continue
+            fix = None
+            if isinstance(first_node, (cst.Name, cst.Attribute)):
+                fix = Fix(
+                    Safety.UNSAFE,
+                    (suffix_edit(self, other_node, f".to({self.ctx.code_for(first_node)}.dtype)"),),
+                    "cast the second operand to the first one's dtype",
+                )
+            first_name = TORCH_NAMES.get(first.dtype, "Half") if first.certain else "Half"
+            other_name = TORCH_NAMES.get(other.dtype, "Float") if other.certain else "Float"
+            self.report(
+                other_node,
+                f"`{code(self.ctx, first_node)}` is {dtype_phrase(first)} but `{code(self.ctx, other_node)}` is "
+                f"{dtype_phrase(other)}, and `{op}` outside autocast does not promote: it fails with 'expected "
+                f"scalar type {first_name} but found {other_name}' (or 'mat1 and mat2 must have the same dtype'); "
+                f"cast one operand to the other's dtype",
+                confidence=confidence,
+                fix=fix,
+            )
+            return
+
+    @staticmethod
+    def _confidence(first: Value, other: Value) -> Confidence | None:
+        """HIGH: two different certain dtypes, or a certain one the other can never be; MEDIUM:
+        a certain dtype against a union that holds another one (a reachable configuration)."""
+        if first.certain and other.certain:
+            return Confidence.HIGH if first.dtype != other.dtype else None
+        certain, union = (first, other) if first.certain else (other, first) if other.certain else (None, None)
+        if certain is None:
+            return None
+        if certain.dtype not in union.dtypes and not union.partial:
+            return Confidence.HIGH
+        if union.dtypes - {certain.dtype}:
+            return Confidence.MEDIUM
+        return None
+
+
+def _module_state(node: cst.BaseExpression) -> bool:
+    """``self.weight``, ``self.proj.weight``: state of a module, whose dtype follows the module's."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+        if isinstance(node, cst.Name) and node.value == "self":
+            return True
+    return False
