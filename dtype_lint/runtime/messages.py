@@ -64,6 +64,18 @@ FAMILIES: tuple[Family, ...] = (
     Family("fsdp-dtype", "m22", (r"Must flatten tensors with uniform dtype",), ("DTL704",)),
     Family("numpy-bf16", "m23", (r"unsupported ScalarType BFloat16",), ("DTL604",)),
     Family(
+        "lowp-unsupported-op",
+        "DTL509",
+        (
+            r"not implemented for '(Half|BFloat16|ComplexHalf)'",
+            r"Unsupported dtype (Half|BFloat16)",
+            r"Low precision dtypes not supported",
+            r"must be either float or double dtype",
+            r"doesn't support tensors of type: (Half|BFloat16)",
+        ),
+        ("DTL509",),
+    ),
+    Family(
         "int-dtype",
         "m8",
         (
