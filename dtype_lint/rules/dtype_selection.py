@@ -47,8 +47,10 @@ class DtypeComparedWithString(Rule):
     """## What it does
     Flags an equality test between a `torch.dtype` and a string: `x.dtype == "float16"`,
     `model.dtype != "bfloat16"`, `torch.get_default_dtype() == "torch.float32"`,
-    `dtype in ("bf16", "bfloat16")` where the left side is a tensor's or a module's `.dtype`, a
-    torch dtype constant, or a value the dtype flow knows is a `torch.dtype`.
+    `model.dtype in ("bf16", "bfloat16")` where the left side is the `.dtype` of a tensor or
+    module the dtype flow knows, a torch dtype constant, or `torch.get_default_dtype()`. A
+    plain variable is not flagged even where it may hold a dtype: code that accepts
+    `Union[str, torch.dtype]` compares the string case on purpose.
 
     ## Why is this bad?
     A `torch.dtype` never equals a string, so the test is always False (`!=` always True) and
@@ -71,8 +73,7 @@ class DtypeComparedWithString(Rule):
     ## Fix safety
     Unsafe: it replaces a string naming a torch dtype (`"bfloat16"`, `"torch.float16"`) with
     the constant, which changes which branch runs; offered only when the string spells a torch
-    dtype. High confidence when the left side is a `.dtype` of a tensor or module the flow
-    knows, medium for a `.dtype` attribute of anything else.
+    dtype. High confidence: the left side is a `torch.dtype` on every path.
     """
 
     code = "DTL706"
@@ -138,16 +139,15 @@ class DtypeComparedWithString(Rule):
         self.report(node, message, confidence=confidence, fix=fix)
 
     def _is_dtype(self, side: cst.BaseExpression) -> Confidence | None:
-        value = self.ctx.flow.value_of(side)
-        if value is not None and value.kind == "dtype":
-            return Confidence.HIGH
+        # A plain name the flow calls a dtype is not enough: parameters typed
+        # `Union[str, torch.dtype]` and helpers returning a dtype or "auto" hold either.
         if isinstance(side, cst.Call):
             if any(n in ("torch.get_default_dtype", "torch.get_autocast_dtype", "torch.get_autocast_gpu_dtype")
                    for n in self.ctx.names.qualified_names(side.func)):
                 return Confidence.HIGH
             return None
-        if _torch_dtype(self.ctx, side) is not None:
-            return Confidence.HIGH
+        if isinstance(side, cst.Attribute) and _torch_dtype(self.ctx, side) is not None:
+            return Confidence.HIGH  # torch.float16 spelled out (a name may be a reassigned alias)
         if isinstance(side, cst.Attribute) and side.attr.value == "dtype":
             owner = self.ctx.flow.value_of(side.value)
             if owner is not None and owner.kind in ("tensor", "module"):
@@ -265,7 +265,7 @@ class PrecisionNameMismatch(Rule):
             self._check_value(named, value, where)
 
     def _check_value(self, named: str, value: cst.BaseExpression, where: str) -> None:
-        chosen = _torch_dtype(self.ctx, value)
+        chosen = _torch_dtype(self.ctx, value) if isinstance(value, cst.Attribute) else None
         if chosen is None or chosen == named or chosen not in ("float16", "bfloat16"):
             return
         message = (
