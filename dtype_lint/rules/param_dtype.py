@@ -117,7 +117,7 @@ class DtypeAgnosticFactory(Rule):
         if parameter is None:
             return
         for operand in operands:
-            factory = self._factory(operand, function)
+            factory = self._factory_within(operand, function)
             if factory is None or autocast_enabled_at(self.ctx, node):
                 continue
             # Arithmetic implies floating data; `cat`/`stack` of masks and ids (int or bool,
@@ -171,6 +171,13 @@ class DtypeAgnosticFactory(Rule):
             function.visit(_Collect())
             self._tensor_like[id(function)] = cached
         return cached
+
+    def _factory_within(self, operand: cst.BaseExpression, function: cst.FunctionDef) -> cst.Call | None:
+        """The factory behind ``operand``, looking through scaling (``weight * noise``)."""
+        found = self._factory(operand, function)
+        if found is None and isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, (cst.Multiply, cst.Divide)):
+            found = self._factory_within(operand.left, function) or self._factory_within(operand.right, function)
+        return found
 
     def _factory(self, operand: cst.BaseExpression, function: cst.FunctionDef) -> cst.Call | None:
         """The default-dtype factory ``operand`` is (inline) or was assigned from in ``function``."""
