@@ -1,0 +1,154 @@
+"""Library precision APIs used against their grain: DTL406 weight-dtype-from-args."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.facts.amp import DTYPE_NAMES
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.prefilter import exact_word
+from dtype_lint.rules.base import Invalid, Rule
+
+ACCELERATOR = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+_PRECISIONS = ("fp16", "bf16", "fp8")
+
+
+class WeightDtypeFromArgs(Rule):
+    """## What it does
+    In a script that builds an `accelerate.Accelerator`, flags the branch that picks the frozen
+    weights' dtype from the command-line flag, `if args.mixed_precision == "fp16": weight_dtype
+    = torch.float16`, instead of from `accelerator.mixed_precision`.
+
+    ## Why is this bad?
+    `accelerate launch --mixed_precision fp16` and the `accelerate config` file set the
+    precision without the script's own `--mixed_precision` flag, which then stays at its
+    default (None or "no"): the Accelerator trains in fp16 while `weight_dtype` stays float32,
+    so the frozen VAE/text encoder run in float32 (memory doubled, and inputs cast to
+    `weight_dtype` no longer match), or the reverse when the flag and the config disagree
+    (huggingface/diffusers#1272, #1359; the diffusers training scripts read
+    `accelerator.mixed_precision` for this reason, see the discussion on #2994).
+
+    ## Example
+    ```python
+    accelerator = Accelerator(mixed_precision=args.mixed_precision)
+    weight_dtype = torch.float32
+    if args.mixed_precision == "fp16":
+        weight_dtype = torch.float16
+    ```
+
+    ## Use instead
+    ```python
+    if accelerator.mixed_precision == "fp16":
+        weight_dtype = torch.float16
+    ```
+
+    ## Fix safety
+    Unsafe: it replaces the flag with `<accelerator>.mixed_precision`, which changes the dtype
+    whenever the launcher's setting differs from the flag. Medium confidence: a script run
+    only with its own flag (never `accelerate launch --mixed_precision`) behaves the same.
+    """
+
+    code = "DTL406"
+    name = "weight-dtype-from-args"
+    summary = "weight_dtype chosen from args.mixed_precision instead of accelerator.mixed_precision"
+    fix_safety = Safety.UNSAFE
+    triggers = (exact_word("mixed_precision"),)
+    required_triggers = ((exact_word("Accelerator"),),)
+    valid = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision=args.mixed_precision)\n"
+        "weight_dtype = torch.float32\nif accelerator.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
+        # no Accelerator in the file: the flag is the only source
+        "import torch\nweight_dtype = torch.float32\nif args.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision=args.mixed_precision)\n"
+            "weight_dtype = torch.float32\nif args.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
+            fixed="import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision=args.mixed_precision)\n"
+            "weight_dtype = torch.float32\nif accelerator.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
+        ),
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\ndef main(cfg):\n    acc = Accelerator()\n"
+            "    dtype = torch.bfloat16 if cfg.mixed_precision == 'bf16' else torch.float32\n",
+            fixed="import torch\nfrom accelerate import Accelerator\ndef main(cfg):\n    acc = Accelerator()\n"
+            "    dtype = torch.bfloat16 if acc.mixed_precision == 'bf16' else torch.float32\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._accelerators: list[str] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and self.ctx.names.matches(node.value.func, *ACCELERATOR):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self._accelerators.append(name)
+
+    def visit_If(self, node: cst.If) -> None:
+        flag = self._flag(node.test)
+        if flag is not None and self._body_selects_dtype(node.body):
+            self._report(flag)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        flag = self._flag(node.test)
+        if flag is not None and self._is_dtype(node.body):
+            self._report(flag)
+
+    def _flag(self, test: cst.BaseExpression) -> cst.Attribute | None:
+        """``<not the accelerator>.mixed_precision == "fp16"`` -> the attribute."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        if not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return None
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(left, cst.SimpleString):
+            left, right = right, left
+        if not (isinstance(right, cst.SimpleString) and right.evaluated_value in _PRECISIONS):
+            return None
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "mixed_precision"):
+            return None
+        owner = dotted_name(left.value)
+        if owner is None or owner in self._accelerators or "accelerator" in owner.lower() or "state" in owner.lower():
+            return None
+        return left
+
+    def _body_selects_dtype(self, body: cst.BaseSuite) -> bool:
+        for statement in getattr(body, "body", ()):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and self._is_dtype(small.value):
+                        return True
+        return False
+
+    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+        return any(name in DTYPE_NAMES for name in self.ctx.names.qualified_names(expr))
+
+    def _report(self, flag: cst.Attribute) -> None:
+        if not self._accelerators and not self._constructs_accelerator():
+            return
+        fix = None
+        if self._accelerators:
+            fix = Fix(Safety.UNSAFE, (self.replace(flag.value, self._accelerators[0]),), "read the Accelerator's precision")
+        owner = self.ctx.code_for(flag.value).strip()
+        accelerator = self._accelerators[0] if self._accelerators else "accelerator"
+        self.report(
+            flag,
+            f"the weights' dtype follows `{owner}.mixed_precision`, but `accelerate launch`/`accelerate config` can set "
+            f"the precision without this flag: read `{accelerator}.mixed_precision` instead",
+            confidence=Confidence.MEDIUM,
+            fix=fix,
+        )
+
+    def _constructs_accelerator(self) -> bool:
+        found = []
+
+        class _Find(cst.CSTVisitor):
+            def visit_Call(inner, node: cst.Call) -> None:  # noqa: N805
+                if self.ctx.names.matches(node.func, *ACCELERATOR):
+                    found.append(node)
+
+        self.ctx.module.visit(_Find())
+        return bool(found)
