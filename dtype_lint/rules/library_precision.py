@@ -152,3 +152,90 @@ class WeightDtypeFromArgs(Rule):
 
         self.ctx.module.visit(_Find())
         return bool(found)
+
+
+# -- DTL511 ------------------------------------------------------------------------------------
+# EMA helpers by class name: diffusers, timm, torch.optim.swa_utils, torch_ema, ema_pytorch.
+# Each keeps its shadow copy in the dtype of what it is given.
+EMA_CLASSES = frozenset({"EMAModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "AveragedModel", "ExponentialMovingAverage", "EMA"})
+
+
+class LowpEma(Rule):
+    """## What it does
+    Flags an exponential moving average built over a model or parameters that the dtype flow
+    knows are float16 or bfloat16: diffusers' `EMAModel`, timm's `ModelEma`/`ModelEmaV2`/
+    `ModelEmaV3`, `torch.optim.swa_utils.AveragedModel`, torch_ema's
+    `ExponentialMovingAverage` and ema_pytorch's `EMA`, given e.g.
+    `copy.deepcopy(unet).to(dtype=weight_dtype)` or the parameters of a `.half()` model.
+
+    ## Why is this bad?
+    These helpers keep their shadow weights in the dtype they receive. With a decay of 0.999
+    or 0.9999 each update moves a weight by 1e-3 to 1e-4 of its difference from the live one,
+    far below half a unit in the last place of float16 (1e-3 relative) or bfloat16 (4e-3):
+    the update rounds to zero and the EMA never leaves its initial weights
+    (d8ahazard/sd_dreambooth_extension#1415 and #1417, NUS-HPC-AI-Lab/VideoSys#6,
+    PaddlePaddle/PaddleMIX#515: "use float32 for the EMA model").
+
+    ## Example
+    ```python
+    ema_unet = EMAModel(copy.deepcopy(unet).to(dtype=weight_dtype))  # weight_dtype: fp16
+    ```
+
+    ## Use instead
+    ```python
+    ema_unet = EMAModel(copy.deepcopy(unet).to(dtype=torch.float32))
+    ```
+
+    ## Fix safety
+    No fix: keeping the EMA in float32 costs memory the author may need to budget. High
+    confidence when the argument is low precision on every path and certain, medium otherwise.
+    """
+
+    code = "DTL511"
+    name = "lowp-ema"
+    summary = "EMA of a float16/bfloat16 model: updates round to zero"
+    triggers = tuple(exact_word(name) for name in sorted(EMA_CLASSES))
+    required_triggers = ((exact_word("float16"), exact_word("bfloat16"), exact_word("half"), exact_word("bf16"), exact_word("fp16")),)
+    valid = (
+        "import copy\nimport torch\nfrom diffusers.training_utils import EMAModel\nunet = torch.nn.Linear(4, 4)\n"
+        "ema = EMAModel(copy.deepcopy(unet).to(dtype=torch.float32))\nunet.half()\n",
+        "import torch\nfrom timm.utils import ModelEmaV2\nmodel = torch.nn.Linear(4, 4)\nema = ModelEmaV2(model, decay=0.9998)\n"
+        "with torch.autocast('cuda', dtype=torch.float16):\n    out = model(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import copy\nimport torch\nfrom diffusers.training_utils import EMAModel\nunet = torch.nn.Linear(4, 4)\n"
+            "ema = EMAModel(copy.deepcopy(unet).to(dtype=torch.float16))\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch.optim.swa_utils import AveragedModel\nmodel = torch.nn.Linear(4, 4).bfloat16()\n"
+            "ema = AveragedModel(model)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = None
+        for qualified in self.ctx.names.qualified_names(node.func):
+            name = qualified.rsplit(".", 1)[-1]
+        if name is None:
+            dotted = dotted_name(node.func)
+            name = dotted.rsplit(".", 1)[-1] if dotted else None
+        if name not in EMA_CLASSES:
+            return
+        target = next((a for a in node.args if a.keyword is None or a.keyword.value in ("model", "parameters")), None)
+        if target is None:
+            return
+        value = self.ctx.flow.value_of(target.value)
+        if value is None or value.kind not in ("module", "params", "tensor") or not value.dtypes:
+            return
+        if not value.dtypes <= frozenset({"fp16", "bf16"}):
+            return
+        confidence = Confidence.HIGH if value.certain else Confidence.MEDIUM
+        dtype = "float16" if "fp16" in value.dtypes else "bfloat16"
+        self.report(
+            node,
+            f"`{name}` keeps its shadow weights in the dtype of `{self.ctx.code_for(target.value).strip()}`, which is "
+            f"{value.describe()} {value.since()}: an update of (1 - decay) x the difference is below {dtype}'s "
+            "resolution and rounds to zero, so the EMA never moves; build it from a float32 copy",
+            confidence=confidence,
+        )
