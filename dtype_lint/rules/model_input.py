@@ -633,8 +633,9 @@ class IndexOpDtype(Rule):
 class NumpyFloat64Leak(Rule):
     """## What it does
     Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
-    `torch.tensor(np.linspace(...))`) passed to a float32/half module, or to a loss together
-    with a float32 tensor.
+    `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together
+    with a float32 tensor, or as a loss's class weight (`nn.CrossEntropyLoss(weight=...)`,
+    `pos_weight=`).
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -678,6 +679,10 @@ class NumpyFloat64Leak(Rule):
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
         ),
+        Invalid(
+            "import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights))\n",
+            fixed="import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights).float())\n",
+        ),
     )
 
     def _from_numpy(self, value: Value) -> bool:
@@ -687,7 +692,28 @@ class NumpyFloat64Leak(Rule):
         produced = self.ctx.flow.value_of(origin.node)
         return produced is not None and produced.kind == "numpy"
 
+    def _class_weight(self, node: cst.Call) -> None:
+        """``nn.CrossEntropyLoss(weight=torch.from_numpy(w))``: the weight is float64 and the
+        float32 logits meet it in every call ("expected scalar type Float but found Double")."""
+        names = self.ctx.names.qualified_names(node.func)
+        if not any(n.startswith("torch.nn.") and (n.endswith("Loss") or "loss" in n.rsplit(".", 1)[-1]) for n in names):
+            return
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value not in ("weight", "pos_weight"):
+                continue
+            value = self.ctx.flow.value_of(arg.value)
+            if value is not None and value.kind == "tensor" and value.dtype == FP64 and self._from_numpy(value):
+                self.report(
+                    arg.value,
+                    f"`{arg.keyword.value}=` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}): "
+                    "float32 (or half) predictions fail against it with \"expected scalar type Float but found "
+                    "Double\"; convert the array with `.astype(np.float32)` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                    fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32"),
+                )
+
     def visit_Call(self, node: cst.Call) -> None:
+        self._class_weight(node)
         flow = self.ctx.flow
         module, module_node = callee_module(self.ctx, node)
         loss = loss_name(self.ctx, node)
