@@ -7,6 +7,8 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, FP16, FP32
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import training_facts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import (
@@ -22,11 +24,17 @@ from dtype_lint.rules.model_input import (
 )
 
 
+# Calls that hand back a model whose forward is autocast-wrapped or casts its inputs.
+WRAPPERS = frozenset({"prepare", "prepare_model", "unwrap_model", "initialize", "setup", "wrap"})
+
+
 class Fp32ModelLowpInput(Rule):
     """## What it does
     Flags a call of a float32 model (a `torch.nn` layer or a module class of this file, float32
     on every path: never cast, or cast back with `.float()`) on a tensor that is float16 or
-    bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`.
+    bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`. A model
+    that went through `accelerator.prepare`, `unwrap_model`, `deepspeed.initialize` or a
+    Lightning `setup` is skipped: those wrap its forward in autocast.
 
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
@@ -62,6 +70,10 @@ class Fp32ModelLowpInput(Rule):
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10).half()\nwith torch.autocast('cuda'):\n    model(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2).float()\nx = torch.randn(1, 10).half()\nmodel(x.float())\n",
+        # accelerate wraps the prepared model's forward in autocast (accelerate's own test script)
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+        "model = accelerator.prepare(torch.nn.Linear(2, 4))\nwrapped = accelerator.unwrap_model(model, keep_fp32_wrapper=True)\n"
+        "wrapped(torch.ones(2).half())\n",
     )
     invalid = (
         Invalid(
@@ -82,6 +94,8 @@ class Fp32ModelLowpInput(Rule):
             return
         if self.ctx.flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
             return
+        if self._wrapped(module_node):
+            return
         for arg in arguments(node):
             if arg.star or arg.keyword is not None:
                 continue
@@ -100,3 +114,19 @@ class Fp32ModelLowpInput(Rule):
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the input to float32")
             self.report(arg.value, message, confidence=confidence, fix=fix)
             return
+
+    def _wrapped(self, module_node: cst.BaseExpression, depth: int = 0) -> bool:
+        """The model went through a wrapper that runs its forward under autocast or casts its
+        inputs: ``accelerator.prepare(model)`` with mixed precision, ``unwrap_model(model,
+        keep_fp32_wrapper=True)``, ``deepspeed.initialize``."""
+        text = dotted_name(module_node)
+        if text is None or depth > 4:
+            return False
+        for _, value in training_facts(self.ctx).assignments.get(text, []):
+            if isinstance(value, cst.Call):
+                called = dotted_name(value.func) or ""
+                if called.rsplit(".", 1)[-1] in WRAPPERS:
+                    return True
+                if value.args and self._wrapped(value.args[0].value, depth + 1):
+                    return True
+        return False
