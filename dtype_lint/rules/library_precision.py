@@ -186,6 +186,9 @@ class LowpEma(Rule):
     ema_unet = EMAModel(copy.deepcopy(unet).to(dtype=torch.float32))
     ```
 
+    Not flagged: an EMA given `dtype=` (timm's `ModelEmaV3(..., dtype=torch.float32)` keeps a
+    float32 copy) and a bfloat16 `ModelEmaV3` with its default stochastic rounding.
+
     ## Fix safety
     No fix: keeping the EMA in float32 costs memory the author may need to budget. High
     confidence when the argument is low precision on every path and certain, medium otherwise.
@@ -201,6 +204,9 @@ class LowpEma(Rule):
         "ema = EMAModel(copy.deepcopy(unet).to(dtype=torch.float32))\nunet.half()\n",
         "import torch\nfrom timm.utils import ModelEmaV2\nmodel = torch.nn.Linear(4, 4)\nema = ModelEmaV2(model, decay=0.9998)\n"
         "with torch.autocast('cuda', dtype=torch.float16):\n    out = model(x)\n",
+        # timm's float32 EMA of a bfloat16 model (timm tests/test_utils.py)
+        "import torch\nfrom timm.utils.model_ema import ModelEmaV3\nmodel = torch.nn.Linear(16, 16).to(torch.bfloat16)\n"
+        "ema = ModelEmaV3(model, decay=0.9998, dtype=torch.float32)\nema_sr = ModelEmaV3(model, decay=0.9998)\n",
     )
     invalid = (
         Invalid(
@@ -225,13 +231,18 @@ class LowpEma(Rule):
         target = next((a for a in node.args if a.keyword is None or a.keyword.value in ("model", "parameters")), None)
         if target is None:
             return
+        if any(a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
+            return  # timm's ModelEmaV3(dtype=torch.float32) keeps its own float32 copy
         value = self.ctx.flow.value_of(target.value)
         if value is None or value.kind not in ("module", "params", "tensor") or not value.dtypes:
             return
         if not value.dtypes <= frozenset({"fp16", "bf16"}):
             return
+        if name == "ModelEmaV3" and value.dtypes == {"bf16"} and not self._rounding_off(node):
+            return  # bfloat16 updates use stochastic rounding by default (timm >= 1.0.20)
         confidence = Confidence.HIGH if value.certain else Confidence.MEDIUM
         dtype = "float16" if "fp16" in value.dtypes else "bfloat16"
+
         self.report(
             node,
             f"`{name}` keeps its shadow weights in the dtype of `{self.ctx.code_for(target.value).strip()}`, which is "
@@ -239,3 +250,10 @@ class LowpEma(Rule):
             "resolution and rounds to zero, so the EMA never moves; build it from a float32 copy",
             confidence=confidence,
         )
+
+    @staticmethod
+    def _rounding_off(node: cst.Call) -> bool:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "stochastic_rounding":
+                return isinstance(arg.value, cst.Name) and arg.value.value == "False"
+        return False
