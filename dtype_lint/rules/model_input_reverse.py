@@ -1,4 +1,4 @@
-"""DTL101 in the other direction: DTL107 fp32-model-lowp-input (a float32 model fed a float16 or
+"""DTL101 in the other direction: DTL108 fp32-model-lowp-input (a float32 model fed a float16 or
 bfloat16 tensor outside autocast)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Fp32ModelLowpInput(Rule):
     or a class of this file, medium otherwise.
     """
 
-    code = "DTL107"
+    code = "DTL108"
     name = "fp32-model-lowp-input"
     summary = "float32 model called on a float16/bfloat16 tensor outside autocast"
     fix_safety = Safety.UNSAFE

@@ -11,7 +11,7 @@ import re
 
 # Rules whose defect shows as two floating dtypes meeting in one op.
 MISMATCH_CODES = (
-    "DTL101", "DTL102", "DTL103", "DTL104", "DTL105", "DTL107", "DTL206", "DTL402", "DTL403", "DTL405",
+    "DTL101", "DTL102", "DTL103", "DTL104", "DTL105", "DTL108", "DTL206", "DTL402", "DTL403", "DTL405",
     "DTL508", "DTL602", "DTL702", "DTL703",
 )
 # Rules whose defect shows as inf or NaN appearing in low precision.

@@ -1,4 +1,4 @@
-"""Fixed twin of dtl107_fp32_model_half_input.py: the batch is cast to the model's dtype."""
+"""Fixed twin of dtl108_fp32_model_half_input.py: the batch is cast to the model's dtype."""
 
 import torch
 import torch.nn as nn
