@@ -12,6 +12,8 @@ dtype flow (``ctx.flow``) instead.
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from typing import Iterator
 
@@ -242,6 +244,8 @@ class TrainingFacts:
         info = autocast_info(self.ctx.names, expr)
         if info is not None:
             return info
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            return self._autocast_factory_call(expr)
         text = target_text(expr)
         if text is None:
             return None
@@ -254,6 +258,26 @@ class TrainingFacts:
                     info = autocast_info(self.ctx.names, branch)
                     if info is not None:
                         return AutocastInfo(info.device, info.dtype, None, info.node)
+        return None
+
+    def _autocast_factory_call(self, call: cst.Call) -> AutocastInfo | None:
+        """``amp_autocast()`` where ``amp_autocast = partial(torch.autocast, "cuda", dtype=...)``
+        or ``= torch.autocast if amp else nullcontext`` (timm's train.py): the autocast the call
+        opens, with the node of the call in the ``with``."""
+        for _, value in reversed(self.assignments.get(call.func.value, [])):
+            if isinstance(value, cst.Call) and self.ctx.names.matches(value.func, "functools.partial") and value.args:
+                target = value.args[0]
+                if target.keyword is None and self.ctx.names.matches(target.value, *AUTOCAST):
+                    merged = cst.Call(func=target.value, args=(*value.args[1:], *call.args))
+                    info = autocast_info(self.ctx.names, merged)
+                    if info is not None:
+                        return dataclasses.replace(info, node=call)
+            if isinstance(value, cst.IfExp):
+                for branch in (value.body, value.orelse):
+                    if self.ctx.names.matches(branch, *AUTOCAST):
+                        info = autocast_info(self.ctx.names, cst.Call(func=branch, args=call.args))
+                        if info is not None:
+                            return dataclasses.replace(info, enabled=None, node=call)
         return None
 
     def autocast_of_with(self, node: cst.With) -> AutocastInfo | None:

@@ -29,7 +29,9 @@ class DeprecatedAmpApi(Rule):
     """## What it does
     Flags `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cuda.amp.custom_fwd`,
     `torch.cuda.amp.custom_bwd` and their `torch.cpu.amp` twins, however they were imported
-    (`from torch.cuda import amp`, `from torch.cuda.amp import autocast as ac`, `import torch as T`).
+    (`from torch.cuda import amp`, `from torch.cuda.amp import autocast as ac`, `import torch as T`),
+    called or passed around as a value (`ctx = torch.cuda.amp.autocast if amp else nullcontext`;
+    reported without a fix, since the call that warns is elsewhere).
 
     ## Why is this bad?
     Since torch 2.4 these spellings emit a `FutureWarning` on every call ("`torch.cuda.amp.autocast(
@@ -92,7 +94,13 @@ class DeprecatedAmpApi(Rule):
             fixed='import torch\nwith torch.amp.autocast("cpu"):\n    pass\n',
         ),
         Invalid("from torch.cuda.amp import GradScaler\nscaler = GradScaler(enabled=use_amp)\n"),
+        # passed around as a value (timm's train script, issue #13 item 4)
+        Invalid("import contextlib\nimport torch\nctx = torch.cuda.amp.autocast if amp else contextlib.nullcontext\n"),
     )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._assigned: frozenset[str] | None = None
 
     def _deprecated(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
         for qualified in self.ctx.names.qualified_names(node):
@@ -111,6 +119,49 @@ class DeprecatedAmpApi(Rule):
         qualified, device, name = found
         message = f"`{qualified}` is deprecated; use `torch.amp.{name}(\"{device}\", ...)`"
         self.report(node.func, message, confidence=Confidence.HIGH, fix=self._call_fix(node, device, name))
+
+    def _assigned_names(self) -> frozenset[str]:
+        if self._assigned is None:
+            names = set()
+
+            class _Targets(cst.CSTVisitor):
+                def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+                    if isinstance(target.target, cst.Name):
+                        names.add(target.target.value)
+
+            self.ctx.module.visit(_Targets())
+            self._assigned = frozenset(names)
+        return self._assigned
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._value_use(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._value_use(node)
+
+    def _value_use(self, node: cst.BaseExpression) -> None:
+        """The API passed around as a value, not called here: ``ctx = torch.cuda.amp.autocast if
+        amp else nullcontext``, ``partial(torch.cuda.amp.autocast, ...)``; the warning comes
+        when the value is called, wherever that is."""
+        parent = self.ctx.parent(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return
+        if isinstance(parent, (cst.Decorator, cst.Attribute, cst.ImportAlias, cst.Import, cst.ImportFrom)):
+            return
+        if isinstance(node, cst.Name) and self.ctx.enclosing(node, cst.ImportFrom, cst.Import) is not None:
+            return
+        if isinstance(node, cst.Name) and node.value in self._assigned_names():
+            return  # a local alias (``fallback = autocast``): the import's own spelling is reported
+        found = self._deprecated(node)
+        if found is None:
+            return
+        qualified, device, name = found
+        self.report(
+            node,
+            f"`{qualified}` is deprecated (used here as a value, called elsewhere); use "
+            f"`functools.partial(torch.amp.{name}, \"{device}\")`",
+            confidence=Confidence.HIGH,
+        )
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # A bare ``@torch.cuda.amp.custom_fwd``; a called decorator is a Call, seen above.

@@ -347,8 +347,9 @@ NUMPY_CONVERTERS = ("numpy.asarray", "numpy.array", "numpy.asanyarray")
 
 class Bf16NumpyExport(Rule):
     """## What it does
-    Flags `.numpy()` and `np.asarray(t)` / `np.array(t)` on a tensor the analysis knows may be
-    bfloat16: the output of a bf16 model or of a bf16 autocast region, a `.to(torch.bfloat16)`
+    Flags `.numpy()`, `np.asarray(t)` / `np.array(t)` and any other numpy function given the
+    tensor (`np.mean(t)`, `np.percentile(t, 50)`, `np.stack([t, u])`) on a tensor the analysis
+    knows may be bfloat16: the output of a bf16 model or of a bf16 autocast region, a `.to(torch.bfloat16)`
     result, followed through `.detach()`, `.cpu()` and other dtype-keeping steps.
 
     ## Why is this bad?
@@ -395,6 +396,7 @@ class Bf16NumpyExport(Rule):
         Invalid(
             "import numpy as np\nimport torch\nfrom torch import nn\nnet = nn.Linear(8, 8).cuda()\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = net(x.cuda())\narr = np.asarray(h.cpu())\n"
         ),
+        Invalid("import numpy as np\nimport torch\nscores = torch.rand(16).bfloat16()\nthreshold = np.percentile(scores, 90)\n"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -403,6 +405,14 @@ class Bf16NumpyExport(Rule):
             fix_at = tensor
         elif self.ctx.names.matches(node.func, *NUMPY_CONVERTERS) and node.args:
             tensor = node.args[0].value
+            fix_at = None
+        elif node.args and node.args[0].keyword is None and self._numpy_function(node.func):
+            # np.mean(t), np.stack([t, u]), np.percentile(t, 50): numpy converts its input first
+            first = node.args[0].value
+            items = [e.value for e in first.elements] if isinstance(first, (cst.List, cst.Tuple)) else [first]
+            tensor = next((i for i in items if self._may_be_bf16(i)), None)
+            if tensor is None:
+                return
             fix_at = None
         else:
             return
@@ -426,3 +436,10 @@ class Bf16NumpyExport(Rule):
             confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
             fix=fix,
         )
+
+    def _numpy_function(self, func: cst.BaseExpression) -> bool:
+        return any(name.startswith("numpy.") for name in self.ctx.names.qualified_names(func))
+
+    def _may_be_bf16(self, expr: cst.BaseExpression) -> bool:
+        value = self.ctx.flow.value_of(expr)
+        return value is not None and value.kind == "tensor" and value.may_be("bf16")

@@ -700,7 +700,7 @@ class NumpyFloat64Leak(Rule):
     `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
-    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`).
+    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -753,6 +753,10 @@ class NumpyFloat64Leak(Rule):
         ),
         Invalid(
             "import numpy as np\nimport torch\ncounts = np.bincount(labels)\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.from_numpy(counts.sum() / counts))\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights))\n",
+            fixed="import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights).float())\n",
         ),
     )
 
@@ -814,6 +818,599 @@ class NumpyFloat64Leak(Rule):
                         fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
                     )
         return True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        module, module_node = callee_module(self.ctx, node)
+        if module is None or not module.dtypes & LOW or is_loss_module(module) or module.role == "quantized":
+            return
+        if isinstance(module.info, str) and "Pipeline" in module.info:
+            return  # pipelines prepare (and cast) their own inputs
+        if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
+            return
+        if _root_name(module_node) == "self":
+            # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``
+            # is the caller's, and the finding belongs (and is reported) at that call.
+            return
+        low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
+        for arg in arguments(node):
+            if arg.star:
+                continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
+            value = flow.value_of(arg.value)
+            if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
+                self._flag(node, module, module_node, arg, value, low, fixable=True)
+                return
+
+    @staticmethod
+    def _own_or_torch(module: Value) -> bool:
+        """A torch.nn layer, a torchvision/timm model, or a class defined in this file."""
+        info = module.info if isinstance(module.info, str) else ""
+        return info.startswith(("torch.nn", "torchvision.", "timm.")) or (bool(info) and "." not in info and not (
+            info.startswith(("Auto", "UNet", "Autoencoder")) or "Model" in info or "Pipeline" in info
+        ))
+
+    def _flag(self, node, module, module_node, arg, value, low, fixable) -> None:
+        name = code(self.ctx, module_node)
+        argument = code(self.ctx, arg.value)
+        if not module.info:
+            # A model built elsewhere (``attempt_load(weights)``): it may cast its own inputs.
+            confidence = Confidence.MEDIUM
+        elif not self._own_or_torch(module):
+            # transformers/diffusers models often cast their inputs (ViT casts pixel_values).
+            confidence = Confidence.LOW
+        elif module.certain:
+            confidence = Confidence.HIGH
+        else:
+            confidence = Confidence.MEDIUM
+        message = (
+            f"`{name}` is {dtype_phrase(module, low)}, but `{argument}` is {dtype_phrase(value)} and no "
+            f"autocast region is active: the call fails with a dtype mismatch (expected scalar type "
+            f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
+            f"Float); cast the input or use autocast"
+        )
+        fix = None
+        if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):
+            target = model_dtype_expression(self.ctx, module_node, module)
+            fix = Fix(
+                Safety.UNSAFE,
+                (suffix_edit(self, arg.value, f".to({target})"),),
+                "cast the input to the model's dtype",
+            )
+        self.report(arg.value, message, confidence=confidence, fix=fix)
+
+
+# -- DTL102 -----------------------------------------------------------------------------------
+class PartialLowpCast(Rule):
+    """## What it does
+    Flags two ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
+    a new `torch.nn` layer (a classification head, an adapter) attached to a model *after* the
+    whole model was cast to low precision, and a cast of one submodule (`model.encoder.half()`)
+    of a float32 model that is then called as a whole, with no autocast region around the call.
+
+    ## Why is this bad?
+    The forward pass hands the half-precision activations of one part to the float32 weights of
+    the other (or the reverse) and fails with `mat1 and mat2 must have the same dtype, but got
+    Half and Float`. Layers created after `model.half()` are float32: `half()` is not sticky.
+
+    ## Example
+    ```python
+    model = AutoModel.from_pretrained("bert-base-uncased").half()
+    model.classifier = nn.Linear(768, 2)
+    logits = model(**batch)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModel.from_pretrained("bert-base-uncased")
+    model.classifier = nn.Linear(768, 2)
+    model.half()  # cast after the model is complete, or train under torch.autocast
+    ```
+
+    ## Fix safety
+    No fix: where the cast belongs depends on how the model is trained.
+    """
+
+    code = "DTL102"
+    name = "partial-lowp-cast"
+    summary = "Part of a model cast to low precision, the rest float32, called outside autocast"
+    # Both paths need a float16/bfloat16 model or submodule (``parent.dtype in LOW``, ``cast.dtypes <= LOW``).
+    triggers = LOWP_TRIGGERS
+    valid = (
+        "import torch\nfrom torch import nn\nmodel = Net()\nmodel.head = nn.Linear(8, 2)\nmodel.half()\nmodel(x)\n",
+        "import torch\nfrom torch import nn\nmodel = Net().half()\nmodel.head = nn.Linear(8, 2).half()\nmodel(x)\n",
+        "import torch\nfrom torch import nn\nmodel = Net()\nmodel.encoder.half()\nwith torch.autocast('cuda'):\n    model(x)\n",
+    )
+    invalid = (
+        Invalid("import torch\nfrom torch import nn\nmodel = Net().half()\nmodel.head = nn.Linear(8, 2)\nmodel(x)\n"),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.encoder = nn.Linear(4, 4)\n        self.head = nn.Linear(4, 2)\n    def forward(self, x):\n"
+            "        return self.head(self.encoder(x))\nmodel = Net()\nmodel.encoder.half()\nmodel(x)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._calls: dict[str, list[cst.Call]] = {}
+        self._heads: list[tuple[cst.Assign, str, Value, Value]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        module, module_node = callee_module(self.ctx, node)
+        key = dotted_name(module_node) if module is not None else None
+        if key and self.ctx.flow.autocast_at(node) is None:
+            self._calls.setdefault(key, []).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
+            return
+        target = node.targets[0].target
+        parent = self.ctx.flow.value_of(target.value)
+        new = self.ctx.flow.value_of(node.value)
+        parent_key = dotted_name(target.value)
+        if parent is None or new is None or parent_key is None or parent.kind != "module" or new.kind != "module":
+            return
+        if not (parent.certain and parent.dtype in LOW and new.certain and new.dtype == FP32 and is_torch_layer(new)):
+            return
+        self._heads.append((node, parent_key, parent, new))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        flow = self.ctx.flow
+        for assign, parent_key, parent, new in self._heads:
+            line = self.ctx.position(assign).start.line
+            later_casts = [
+                c for c in flow.module_casts
+                if c.target == parent_key and self.ctx.position(c.node).start.line > line
+            ]
+            calls = [c for c in self._calls.get(parent_key, ()) if self.ctx.position(c).start.line > line]
+            if later_casts:
+                continue
+            if calls:
+                where = f"the forward pass at line {self.ctx.position(calls[0]).start.line}"
+            elif self._returned(assign, parent_key):
+                where = "its forward pass"
+            else:
+                continue
+            head = code(self.ctx, assign.targets[0].target)
+            self.report(
+                assign.value,
+                f"`{head}` is a new float32 `{new.info.rsplit('.', 1)[-1]}` attached to `{parent_key}`, which is "
+                f"{dtype_phrase(parent)}; {where} mixes {LONG_NAMES[parent.dtype]} and float32 outside autocast "
+                f"(mat1 and mat2 must have the same dtype). Attach layers before casting the model",
+                confidence=Confidence.HIGH,
+            )
+        for cast in flow.module_casts:
+            if "." not in cast.target or not cast.dtypes or not cast.dtypes <= LOW or cast.target.startswith("self."):
+                continue
+            parent_key = cast.target.rsplit(".", 1)[0]
+            receiver = cast.node.func.value if isinstance(cast.node.func, cst.Attribute) else None
+            if not isinstance(receiver, cst.Attribute):
+                continue
+            parent = flow.value_of(receiver.value)
+            if parent is None or parent.kind != "module" or parent.dtype != FP32:
+                continue
+            if not isinstance(parent.info, str) or "Pipeline" in parent.info or parent.info.startswith("torch.nn"):
+                continue
+            if forward_casts_inputs(self.ctx, parent):
+                continue
+            line = self.ctx.position(cast.node).start.line
+            calls = [c for c in self._calls.get(parent_key, ()) if self.ctx.position(c).start.line > line]
+            whole = [c for c in flow.module_casts if c.target == parent_key and self.ctx.position(c.node).start.line > line]
+            if not calls or whole:
+                continue
+            self.report(
+                cast.node,
+                f"only `{cast.target}` is cast to {' or '.join(LONG_NAMES[d] for d in sorted(cast.dtypes))}; the rest of "
+                f"`{parent_key}` stays float32 and `{parent_key}(...)` at line {self.ctx.position(calls[0]).start.line} "
+                f"runs outside autocast, so activations cross a dtype boundary (mat1 and mat2 must have the same dtype)",
+                confidence=Confidence.MEDIUM,
+            )
+
+    def _returned(self, node: cst.CSTNode, key: str) -> bool:
+        """The model built in a helper is returned to a caller that runs it."""
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if function is None:
+            return False
+        # not into nested functions (classes and lambdas hold no return of this one either way)
+        return any(
+            type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key
+            for node in walk(function)
+        )
+
+
+def _root_name(node: cst.CSTNode | None) -> str | None:
+    """``self`` for ``self.encoder.layers``; None for anything but a name/attribute chain."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+# -- DTL103 -----------------------------------------------------------------------------------
+class AutocastBoundaryLeak(Rule):
+    """## What it does
+    Flags a float32 layer called, outside autocast or inside an `autocast(enabled=False)` region,
+    on a tensor that a linear/conv/matmul produced *inside* an enabled autocast region, so it is
+    float16/bfloat16.
+
+    ## Why is this bad?
+    Autocast casts inputs only while it is active. Its low-precision outputs keep their dtype
+    after the block, and a disabled region does not cast them back, so the float32 layer fails
+    with `mat1 and mat2 must have the same dtype, but got BFloat16 and Float`. The autocast docs
+    ask disabled regions to cast their inputs with `.float()`.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        features = backbone(images)
+        with torch.autocast("cuda", enabled=False):
+            logits = head(features)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        features = backbone(images)
+        with torch.autocast("cuda", enabled=False):
+            logits = head(features.float())
+    ```
+
+    ## Fix safety
+    Safe: `.float()` on a float16/bfloat16 tensor is exact, and it is what the float32 layer
+    needs.
+    """
+
+    code = "DTL103"
+    name = "autocast-boundary-leak"
+    summary = "Autocast output reaches a float32 layer outside the (enabled) region"
+    fix_safety = Safety.SAFE
+    # The argument must come from an autocast region (``value.autocast``): ``torch.autocast``,
+    # ``torch.cuda.amp.autocast``, ``accelerator.autocast()`` all spell the whole word.
+    triggers = (exact_word("autocast"),)
+    valid = (
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\n    y = head(h)\n",
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\nwith torch.autocast('cuda', enabled=False):\n    y = head(h.float())\n",
+        "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', enabled=False):\n    h = fc(x)\ny = head(h)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = fc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h)\n",
+            fixed="import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    h = fc(x)\n    with torch.autocast('cuda', enabled=False):\n        y = head(h.float())\n",
+        ),
+        Invalid(
+            "import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\ny = head(h)\n",
+            fixed="import torch\nfc = torch.nn.Linear(4, 4)\nhead = torch.nn.Linear(4, 2)\nwith torch.autocast('cuda'):\n    h = fc(x)\ny = head(h.float())\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.ctx.flow
+        module, module_node = callee_module(self.ctx, node)
+        if module is None or module.dtype != FP32 or is_loss_module(module) or flow.autocast_at(node) is not None:
+            return
+        if not is_torch_layer(module) and not (isinstance(module.info, str) and "." not in module.info):
+            return
+        if forward_casts_inputs(self.ctx, module):
+            return
+        stack = flow.autocast_stack_at(node)
+        where = "inside `autocast(enabled=False)`" if stack else "after the autocast block"
+        for arg in arguments(node):
+            if arg.star:
+                continue
+            value = flow.value_of(arg.value)
+            if value is None or value.kind != "tensor" or value.autocast not in ("fp16", "bf16"):
+                continue
+            if not value.dtypes <= LOW:
+                continue
+            if value.certain:
+                confidence = Confidence.HIGH if is_torch_layer(module) else Confidence.MEDIUM
+            else:
+                confidence = Confidence.LOW
+            name = code(self.ctx, module_node)
+            argument = code(self.ctx, arg.value)
+            self.report(
+                arg.value,
+                f"`{argument}` was produced under autocast as {LONG_NAMES[value.autocast]}"
+                f"{' ' + value.since() if value.since() else ''}; `{name}` has float32 weights and runs {where}, "
+                f"where nothing casts its input: mat1 and mat2 must have the same dtype. Cast with `.float()`",
+                confidence=confidence,
+                fix=Fix(Safety.SAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32"),
+            )
+            return
+
+
+# -- DTL104 -----------------------------------------------------------------------------------
+# method -> position of the source tensor argument (after self) and its keyword.
+INDEX_METHODS = {
+    "index_add_": (2, "source"), "index_add": (2, "source"),
+    "index_copy_": (2, "source"), "index_copy": (2, "source"),
+    "scatter_": (2, "src"), "scatter": (2, "src"),
+    "scatter_add_": (2, "src"), "scatter_add": (2, "src"),
+    "scatter_reduce_": (2, "src"), "scatter_reduce": (2, "src"),
+    "index_put_": (1, "values"), "index_put": (1, "values"),
+    "masked_scatter_": (1, "source"), "masked_scatter": (1, "source"),
+}
+
+
+class IndexOpDtype(Rule):
+    """## What it does
+    Flags `index_add_`, `index_copy_`, `scatter_`/`scatter_add_`/`scatter_reduce_`,
+    `index_put_`, `masked_scatter_` and advanced-index assignment (`dest[mask] = src`,
+    `dest[idx] = src` with a tensor index or a list of integers, `dest[[0, 2], :, 1] = src`) where the destination and the source tensors are known
+    to have different floating dtypes (typically a float16 buffer and a float32 update).
+
+    ## Why is this bad?
+    These ops never promote: they fail with `index_add_(): self (Half) and source (Float) must
+    have the same scalar type`, `scatter(): Expected self.dtype to be equal to src.dtype` or
+    `Index put requires the source and destination dtypes match`. Plain slicing (`dest[0] = src`)
+    casts silently; tensor indices do not.
+
+    ## Example
+    ```python
+    memory = torch.zeros(n, d, dtype=torch.float16)
+    update = torch.randn(k, d)
+    memory.index_add_(0, idx, update)
+    ```
+
+    ## Use instead
+    ```python
+    memory.index_add_(0, idx, update.to(memory.dtype))
+    ```
+
+    ## Fix safety
+    Safe: the destination stores the values in its own dtype anyway; casting the source first is
+    what a dtype-agnostic copy does.
+    """
+
+    code = "DTL104"
+    name = "index-op-dtype"
+    summary = "Index/scatter op with destination and source of different dtypes"
+    fix_safety = Safety.SAFE
+    # Destination and source must have two different float dtypes, so one is float16, bfloat16 or
+    # float64 (a float64 from NumPy becomes a tensor only through ``torch.*``, hence the group).
+    triggers = LOWP_TRIGGERS + FP64_SPELLED + NUMPY_FP64
+    required_triggers = (LOWP_TRIGGERS + FP64_SPELLED + (TORCH,),)
+    valid = (
+        "import torch\nm = torch.zeros(4, 2, dtype=torch.float16)\nm.index_add_(0, idx, torch.ones(1, 2).half())\n",
+        "import torch\nm = torch.zeros(4, dtype=torch.float16)\nm[0] = torch.ones(())\n",
+        "import torch\nm = torch.zeros(4, dtype=torch.float16)\nm.scatter_(0, idx, 1.0)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nmemory = torch.zeros(4, 2, dtype=torch.float16)\nupdate = torch.randn(1, 2)\nmemory.index_add_(0, idx, update)\n",
+            fixed="import torch\nmemory = torch.zeros(4, 2, dtype=torch.float16)\nupdate = torch.randn(1, 2)\nmemory.index_add_(0, idx, update.to(memory.dtype))\n",
+        ),
+        Invalid(
+            "import torch\ngrid = torch.zeros(3, 3, 3)\nvalue = torch.tensor(5, dtype=torch.float64)\ngrid[[0, 1, 2], :, 1] = value\n",
+            fixed="import torch\ngrid = torch.zeros(3, 3, 3)\nvalue = torch.tensor(5, dtype=torch.float64)\ngrid[[0, 1, 2], :, 1] = value.to(grid.dtype)\n",
+        ),
+        Invalid(
+            "import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3)\n",
+            fixed="import torch\nscores = torch.zeros(8).half()\nmask = scores > 0\nscores[mask] = torch.rand(3).to(scores.dtype)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in INDEX_METHODS:
+            return
+        position, keyword = INDEX_METHODS[node.func.attr.value]
+        source = None
+        positional = 0
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                source = arg.value
+            elif arg.keyword is None and not arg.star:
+                if positional == position:
+                    source = arg.value
+                positional += 1
+        if source is not None:
+            self._check(node.func.value, source, node.func.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if not isinstance(subscript, cst.Subscript):
+                continue
+            indexed_by_tensor = False
+            for element in subscript.slice:
+                if isinstance(element.slice, cst.Index):
+                    if _int_list(element.slice.value):
+                        indexed_by_tensor = True  # ``x[[0, 2], :, 1] = src``: advanced indexing too
+                        continue
+                    index = self.ctx.flow.value_of(element.slice.value)
+                    if index is not None and index.kind == "tensor" and index.dtypes & {INT, BOOL}:
+                        indexed_by_tensor = True
+            if indexed_by_tensor:
+                self._check(subscript.value, node.value, "index assignment")
+
+    def _check(self, dest_node, source_node, op: str) -> None:
+        flow = self.ctx.flow
+        dest = flow.value_of(dest_node)
+        source = flow.value_of(source_node)
+        if dest is None or source is None or dest.kind != "tensor" or source.kind != "tensor":
+            return
+        floats = {FP32, "fp16", "bf16", FP64}
+        if not dest.dtypes or not source.dtypes or not (dest.dtypes | source.dtypes) <= floats:
+            return
+        if dest.certain and source.certain:
+            if dest.dtype == source.dtype:
+                return
+            confidence = Confidence.HIGH
+        elif (dest.certain and dest.dtype not in source.dtypes and not source.partial) or (
+            source.certain and source.dtype not in dest.dtypes and not dest.partial
+        ):
+            confidence = Confidence.HIGH
+        elif dest.certain or source.certain:
+            if dest.dtypes == source.dtypes:
+                return
+            confidence = Confidence.MEDIUM
+        else:
+            return
+        fix = None
+        if isinstance(dest_node, (cst.Name, cst.Attribute)):
+            fix = Fix(
+                Safety.SAFE,
+                (suffix_edit(self, source_node, f".to({self.ctx.code_for(dest_node)}.dtype)"),),
+                "cast the source to the destination's dtype",
+            )
+        self.report(
+            source_node,
+            f"`{code(self.ctx, dest_node)}` is {dtype_phrase(dest)} but the source `{code(self.ctx, source_node)}` is "
+            f"{dtype_phrase(source)}; {op} does not promote and fails (source and destination dtypes must match)",
+            confidence=confidence,
+            fix=fix,
+        )
+
+
+def _int_list(node: cst.BaseExpression) -> bool:
+    """A list literal of integers (``[0, 2, 1]``), which indexes like a tensor of indices."""
+    return isinstance(node, cst.List) and bool(node.elements) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.Integer) for e in node.elements
+    )
+
+
+# -- DTL105 -----------------------------------------------------------------------------------
+class NumpyFloat64Leak(Rule):
+    """## What it does
+    Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
+    `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
+    float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
+    together with a tensor of another float dtype, or given to a loss as its class weights
+    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
+
+    ## Why is this bad?
+    NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
+    then fails with `mat1 and mat2 must have the same dtype, but got Double and Float`, `torch.mm`
+    with `expected m1 and m2 to have the same dtype, but got: double != float`, and a loss whose
+    weights are float64 with `expected scalar type Float but found Double` on float32 logits; a
+    loss given a float64 target silently promotes to float64 (slow, and the gradient dtype no
+    longer matches the model). Class weights from `np.bincount(...) / n` or scikit-learn's
+    `compute_class_weight` are float64 (deepset-ai/FARM#758).
+
+    ## Example
+    ```python
+    x = torch.from_numpy(np.random.randn(16, 8))
+    y = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.from_numpy(np.random.randn(16, 8).astype(np.float32))
+    y = model(x)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix appends `.float()` at the call, which drops float64 precision.
+    """
+
+    code = "DTL105"
+    name = "numpy-float64-leak"
+    summary = "NumPy float64 data reaches a float32 model or loss"
+    fix_safety = Safety.UNSAFE
+    # The float64 must come from a NumPy array (``_from_numpy``): a NumPy factory or ``.astype``,
+    # turned into a tensor by a ``torch.*`` function.
+    triggers = NUMPY_FP64
+    required_triggers = ((TORCH,),)
+    valid = (
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8).astype(np.float32))\nmodel(x)\n",
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2).double()\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
+        "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.tensor(np.random.randn(4, 8), dtype=torch.float32)\nmodel(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
+            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x.float())\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nfeatures = torch.from_numpy(np.random.normal(0, 1, (100, 2)))\nw = torch.zeros(2, 1)\ny = torch.mm(features, w)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\ncounts = np.bincount(labels)\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.from_numpy(counts.sum() / counts))\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights))\n",
+            fixed="import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights).float())\n",
+        ),
+    )
+
+    def _from_numpy(self, value: Value) -> bool:
+        return from_numpy(self.ctx, value)
+
+    def _leak(self, node: cst.BaseExpression) -> Value | None:
+        value = self.ctx.flow.value_of(node)
+        if value is not None and value.kind == "tensor" and value.dtype == FP64 and self._from_numpy(value):
+            return value
+        return None
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check_operands(node)
+
+    def _check_operands(self, node: cst.CSTNode) -> bool:
+        """A NumPy float64 operand of a matmul/linear/conv that meets another float dtype."""
+        found = matmul_operands(self.ctx, node)
+        if found is None:
+            return False
+        op, operands = found
+        values = [(n, self.ctx.flow.value_of(n)) for n in operands]
+        leak = next(((n, v) for n, v in values if self._leak(n) is not None), None)
+        others = [
+            (n, v) for n, v in values
+            if v is not None and v.kind == "tensor" and v.certain and v.dtype in (FP32, FP16, "bf16")
+        ]
+        if leak is None or not others:
+            return True
+        (leak_node, value), (other_node, other) = leak, others[0]
+        self.report(
+            leak_node,
+            f"`{code(self.ctx, leak_node)}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) "
+            f"and meets `{code(self.ctx, other_node)}`, {dtype_phrase(other)}, in `{op}`, which does not promote: "
+            f"expected m1 and m2 to have the same dtype, but got: double != "
+            f"{'float' if other.dtype == FP32 else 'c10::Half' if other.dtype == FP16 else 'c10::BFloat16'}; "
+            f"convert the array with `.astype(np.float32)`",
+            confidence=Confidence.HIGH if self.ctx.flow.autocast_at(node) is None else Confidence.MEDIUM,
+        )
+        return True
+
+    def _check_loss_weight(self, node: cst.Call) -> bool:
+        """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
+        name = self.ctx.names.qualified_names(node.func)
+        if not any(q.startswith("torch.nn.") and LOSS_CLASS.search(q) for q in name):
+            return False
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):
+                value = self._leak(arg.value)
+                if value is not None:
+                    loss = next(q for q in name if LOSS_CLASS.search(q)).rsplit(".", 1)[-1]
+                    self.report(
+                        arg.value,
+                        f"the class weights `{code(self.ctx, arg.value)}` are float64 "
+                        f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
+                        f"logits fails with 'expected scalar type Float but found Double'; build them with "
+                        f"`dtype=torch.float32` (or `.float()`)",
+                        confidence=Confidence.MEDIUM,
+                        fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+                    )
+        return True
+
+    def _class_weight(self, node: cst.Call) -> None:
+        """``nn.CrossEntropyLoss(weight=torch.from_numpy(w))``: the weight is float64 and the
+        float32 logits meet it in every call ("expected scalar type Float but found Double")."""
+        names = self.ctx.names.qualified_names(node.func)
+        if not any(n.startswith("torch.nn.") and (n.endswith("Loss") or "loss" in n.rsplit(".", 1)[-1]) for n in names):
+            return
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value not in ("weight", "pos_weight"):
+                continue
+            value = self.ctx.flow.value_of(arg.value)
+            if value is not None and value.kind == "tensor" and value.dtype == FP64 and self._from_numpy(value):
+                self.report(
+                    arg.value,
+                    f"`{arg.keyword.value}=` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}): "
+                    "float32 (or half) predictions fail against it with \"expected scalar type Float but found "
+                    "Double\"; convert the array with `.astype(np.float32)` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                    fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32"),
+                )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._check_operands(node) or self._check_loss_weight(node):

@@ -12,7 +12,7 @@ import re
 # Rules whose defect shows as two floating dtypes meeting in one op.
 MISMATCH_CODES = (
     "DTL101", "DTL102", "DTL103", "DTL104", "DTL105", "DTL206", "DTL402", "DTL403", "DTL405",
-    "DTL107", "DTL508", "DTL602", "DTL702", "DTL703",
+    "DTL107", "DTL108", "DTL508", "DTL602", "DTL702", "DTL703",
 )
 # Rules whose defect shows as inf or NaN appearing in low precision.
 NONFINITE_CODES = ("DTL401", "DTL404", "DTL501", "DTL502", "DTL503", "DTL504", "DTL505", "DTL507", "DTL702")
@@ -68,6 +68,18 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("fsdp-dtype", "m22", (r"Must flatten tensors with uniform dtype",), ("DTL704",)),
     Family("numpy-bf16", "m23", (r"unsupported ScalarType BFloat16",), ("DTL604",)),
+    Family(
+        "lowp-unsupported-op",
+        "DTL509",
+        (
+            r"not implemented for '(Half|BFloat16|ComplexHalf)'",
+            r"Unsupported dtype (Half|BFloat16)",
+            r"Low precision dtypes not supported",
+            r"must be either float or double dtype",
+            r"doesn't support tensors of type: (Half|BFloat16)",
+        ),
+        ("DTL509",),
+    ),
     Family(
         "int-dtype",
         "m8",

@@ -1,0 +1,125 @@
+"""Ops that low precision does not support: DTL509 lowp-unsupported-op (table in
+dtype_lint/facts/op_support.py)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.numerics import BF16, FP16, autocast_enabled_at, call_shape, explain, is_simple_reference
+from dtype_lint.facts.op_support import ALL, BY_METHOD, BY_QUALIFIED, OP_WORDS, UnsupportedOp
+from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.prefilter import exact_word
+from dtype_lint.rules.base import Invalid, Rule
+
+LONG = {FP16: "float16", BF16: "bfloat16"}
+
+
+class LowpUnsupportedOp(Rule):
+    """## What it does
+    Flags an op that has no float16/bfloat16 kernel applied to a tensor the dtype flow knows
+    may be float16 or bfloat16: `torch.fft.*` and `stft`, the `torch.linalg` factorizations
+    and solvers (`svd`, `eigh`, `cholesky`, `qr`, `solve`, `inv`, `det`, `lstsq`, `pinv`...),
+    `quantile`, `polar`, `complex`/`view_as_complex` on bfloat16, and the CPU-only gaps
+    (`cdist`, `pdist`, `ctc_loss`, `histogram`). The table lives in
+    `dtype_lint/facts/op_support.py`, one entry per op family with the error torch raises and
+    the report behind it; every entry is run on torch's CPU build by the test suite.
+
+    ## Why is this bad?
+    The call raises at run time (`"linalg_svd_cpu" not implemented for 'Half'`,
+    `Unsupported dtype Half`, `quantile() input tensor must be either float or double dtype`),
+    usually deep into a run: the first time an fp16 model reaches a spectral loss, an
+    orthogonal init, a whitening step or an evaluation metric (pytorch/pytorch#70664,
+    pytorch/pytorch#98308, NVIDIA/apex#887). cuSOLVER and MAGMA have no half-precision
+    factorizations, so the linear-algebra entries raise on CUDA as well; cuFFT takes float16
+    only for power-of-two sizes and bfloat16 not at all. Autocast does not help: it does not
+    upcast these ops' inputs (except `cdist`/`pdist` on CUDA).
+
+    ## Example
+    ```python
+    features = encoder(images.half())          # float16 model
+    u, s, v = torch.linalg.svd(features)
+    ```
+
+    ## Use instead
+    ```python
+    u, s, v = torch.linalg.svd(features.float())
+    ```
+
+    ## Fix safety
+    Unsafe: it appends `.float()` to the op's input, so the result is float32 where the code
+    may expect the input's dtype (cast it back with `.to(x.dtype)` if needed). Confidence is
+    high when the tensor is low precision on every path and the op raises on every device,
+    medium when only the CPU kernel is missing or a path leaves the dtype unknown, low when a
+    union also holds a supported dtype.
+    """
+
+    code = "DTL509"
+    name = "lowp-unsupported-op"
+    summary = "Op with no float16/bfloat16 kernel (fft, linalg svd/solve/inv, quantile...) on a low-precision tensor"
+    fix_safety = Safety.UNSAFE
+    triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
+    required_triggers = (tuple(exact_word(word) for word in OP_WORDS),)
+    valid = (
+        "import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x.float())\n",
+        "import torch\nx = torch.randn(8, 8).half()\nspectrum = torch.fft.rfft(x.float())\n",
+        # complex float16 exists; only bfloat16 has no complex type
+        "import torch\nx = torch.randn(4, 2, dtype=torch.float16)\nz = torch.view_as_complex(x)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x)\n",
+            fixed="import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x.float())\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.randn(8, 64).bfloat16()\nspectrum = torch.fft.rfft(x, dim=-1)\n",
+            fixed="import torch\nx = torch.randn(8, 64).bfloat16()\nspectrum = torch.fft.rfft(x.float(), dim=-1)\n",
+        ),
+        Invalid(
+            "import torch\nscores = torch.rand(100).half()\nthreshold = scores.quantile(0.9)\n",
+            fixed="import torch\nscores = torch.rand(100).half()\nthreshold = scores.float().quantile(0.9)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None:
+            return
+        if shape.qualified is not None:
+            op = BY_QUALIFIED.get(shape.qualified)
+            positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+            tensor = positional[0].value if positional else None
+            spelled = shape.qualified
+        else:
+            op = BY_METHOD.get(shape.name)
+            tensor = shape.receiver
+            spelled = f".{shape.name}()"
+        if op is None or tensor is None:
+            return
+        self._check(node, op, tensor, spelled)
+
+    def _check(self, node: cst.Call, op: UnsupportedOp, tensor: cst.BaseExpression, spelled: str) -> None:
+        value = self.ctx.flow.value_of(tensor)
+        if value is None or value.kind != "tensor" or not value.may_be(*op.dtypes):
+            return
+        if op.where != ALL and autocast_enabled_at(self.ctx, node):
+            return  # CUDA autocast runs cdist/pdist in float32; the rest is device-dependent
+        if value.only(*op.dtypes):
+            confidence = Confidence.HIGH if op.where == ALL else Confidence.MEDIUM
+        elif value.dtypes <= frozenset(op.dtypes):
+            confidence = Confidence.MEDIUM  # low precision wherever known
+        else:
+            confidence = Confidence.LOW
+        dtype = next(d for d in op.dtypes if value.may_be(d))
+        where = "on CPU and CUDA" if op.where == ALL else "on CPU"
+        message = (
+            f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}: "
+            f"it has no {LONG[dtype]} kernel {where} and raises; compute it in float32 (`.float()`)"
+        )
+        self.report(node, message, confidence=confidence, fix=self._fix(tensor))
+
+    def _fix(self, tensor: cst.BaseExpression) -> Fix | None:
+        if not is_simple_reference(tensor) and not isinstance(tensor, (cst.Call, cst.Subscript)):
+            return None
+        text = self.ctx.code_for(tensor).strip()
+        return Fix(Safety.UNSAFE, (self.replace(tensor, f"{text}.float()"),), "compute in float32")

@@ -1,0 +1,222 @@
+"""Dtype through a parameter: DTL510 dtype-agnostic-factory.
+
+DTL508 reports a default-dtype factory meeting a tensor the flow knows is float16/bfloat16. In
+library code the other tensor is usually a parameter whose dtype nobody in the file sets; this
+rule reports that file-local shape at low confidence (hidden by default). The whole-program
+"precision worlds" (callers in the project that pass float16) are what would raise it to
+medium; until the flow carries them, a `forward` of an `nn.Module` in a file that itself runs
+something in low precision is the one file-local sign used for medium.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
+from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.prefilter import exact_word
+from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_ops import COMBINERS, FACTORIES, _is_float_literal, _zero_dim
+
+# A float16/bfloat16 spelling anywhere in the file: the file runs something in low precision.
+_LOWP_WORDS = ("float16", "bfloat16", "half", "fp16", "bf16", "autocast")
+# Attributes only a tensor has: a parameter read this way is a tensor, not a scalar option.
+_TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "size", "ndim", "dim", "new_zeros", "new_ones", "unsqueeze", "view", "reshape"})
+
+
+class DtypeAgnosticFactory(Rule):
+    """## What it does
+    Flags a factory called without `dtype=` (`torch.zeros`, `ones`, `full` with a float,
+    `empty`, `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) whose float32 result
+    is combined, in the same function, with a tensor parameter of unknown dtype (one the
+    function reads `.shape`, `.device`, `.dtype`, `.size()`... of): as an operand
+    of `+ - * /`, or in `torch.cat`/`stack`/`where`. Typical library code: `torch.cat([mask,
+    torch.zeros(b, 1)])`, `x + torch.randn(x.shape)`. 0-dim factories do not promote and are
+    skipped, and so are calls inside autocast.
+
+    ## Why is this bad?
+    The function is written to work for any dtype but builds float32: when a caller passes a
+    float16 or bfloat16 tensor, the result is promoted to float32 (the next half-precision layer
+    raises `mat1 and mat2 must have the same dtype`, or the model silently runs and stores
+    activations in float32), e.g. huggingface/diffusers attention masks padded with
+    `torch.zeros` and AUTOMATIC1111's attention hijack building zeros without `dtype=`.
+
+    ## Example
+    ```python
+    def pad_mask(mask, extra):
+        return torch.cat([mask, torch.zeros(mask.shape[0], extra)], dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    def pad_mask(mask, extra):
+        return torch.cat([mask, torch.zeros(mask.shape[0], extra, dtype=mask.dtype)], dim=-1)
+    ```
+
+    ## Fix safety
+    Unsafe: it adds `dtype=<parameter>.dtype`, so the factory's values are drawn or rounded in
+    the parameter's dtype. Confidence is low (the parameter may always be float32); medium for
+    arithmetic (`+ - * /`, which implies floating data, unlike `cat` of int masks) in the
+    `forward` of an `nn.Module` defined in a file that itself runs low precision (a
+    float16/bfloat16 spelling or autocast). A tensor the flow knows is low precision is
+    DTL508's.
+    """
+
+    code = "DTL510"
+    name = "dtype-agnostic-factory"
+    summary = "Factory without dtype= (float32) combined with a tensor parameter of unknown dtype"
+    fix_safety = Safety.UNSAFE
+    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
+    valid = (
+        "import torch\ndef pad(mask, n):\n    return torch.cat([mask, torch.zeros(mask.shape[0], n, dtype=mask.dtype)], -1)\n",
+        "import torch\ndef pad(mask, n):\n    return torch.cat([mask, mask.new_zeros(mask.shape[0], n)], -1)\n",
+        # a 0-dim factory does not promote
+        "import torch\ndef scale(x):\n    return x * torch.tensor(0.5)\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\ndef pad(mask, n):\n    return torch.cat([mask, torch.zeros(mask.shape[0], n)], -1)\n",
+            fixed="import torch\ndef pad(mask, n):\n    return torch.cat([mask, torch.zeros(mask.shape[0], n, dtype=mask.dtype)], -1)\n",
+        ),
+        Invalid(
+            "import torch\ndef add_noise(latents, sigma):\n    noise = torch.randn(latents.shape, device=latents.device)\n"
+            "    return latents + noise * sigma\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._tensor_like: dict[int, set[str]] = {}
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            self._combine(node, [node.left, node.right])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shape = call_shape(self.ctx, node)
+        if shape is None or shape.qualified is None or shape.name not in COMBINERS:
+            return
+        operands: list[cst.BaseExpression] = []
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
+                continue
+            if isinstance(arg.value, (cst.List, cst.Tuple)):
+                operands.extend(element.value for element in arg.value.elements)
+            else:
+                operands.append(arg.value)
+        if shape.name == "where" and operands:
+            operands = operands[1:]
+        self._combine(node, operands)
+
+    def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if not isinstance(function, cst.FunctionDef):
+            return
+        parameters = self._tensor_parameters(function)
+        parameter = next((p for p in (self._parameter_in(o, parameters) for o in operands) if p), None)
+        if parameter is None:
+            return
+        for operand in operands:
+            factory = self._factory_within(operand, function)
+            if factory is None or autocast_enabled_at(self.ctx, node):
+                continue
+            # Arithmetic implies floating data; `cat`/`stack` of masks and ids (int or bool,
+            # where a float32 result is usually harmless) stays low.
+            arithmetic = isinstance(node, cst.BinaryOperation)
+            confidence = Confidence.MEDIUM if arithmetic and self._runs_low_precision(function) else Confidence.LOW
+            name = self.ctx.code_for(factory.func).strip()
+            message = (
+                f"`{name}(...)` without dtype= builds float32 and is combined with parameter `{parameter}`, "
+                f"whose dtype the callers choose: a float16/bfloat16 `{parameter}` is promoted to float32; "
+                f"pass `dtype={parameter}.dtype`"
+            )
+            self.report(factory, message, confidence=confidence, fix=self._fix(factory, parameter))
+            return
+
+    def _tensor_parameters(self, function: cst.FunctionDef) -> set[str]:
+        """Parameters whose dtype this file leaves open (not self/cls, no scalar default)."""
+        names = set()
+        for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
+            name = param.name.value
+            if name in ("self", "cls"):
+                continue
+            if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+                continue  # `scale=1.0`, `causal=True`: not a tensor
+            names.add(name)
+        return names
+
+    def _parameter_in(self, operand: cst.BaseExpression, parameters: set[str]) -> str | None:
+        if not isinstance(operand, cst.Name) or operand.value not in parameters:
+            return None
+        if operand.value not in self._used_as_tensor(self.ctx.enclosing(operand, cst.FunctionDef)):
+            return None  # `sigma * noise`: a scalar parameter is no dtype carrier
+        value = self.ctx.flow.value_of(operand)
+        if value is not None and value.dtypes and not value.partial:
+            return None  # the flow knows its dtype: DTL508's (or nobody's) business
+        if value is not None and value.kind not in ("tensor", "unknown"):
+            return None
+        return operand.value
+
+    def _used_as_tensor(self, function: cst.FunctionDef) -> set[str]:
+        """Names the function reads tensor attributes of (``x.shape``, ``x.device``, ``x.dtype``...)."""
+        cached = self._tensor_like.get(id(function))
+        if cached is None:
+            cached = set()
+
+            class _Collect(cst.CSTVisitor):
+                def visit_Attribute(self, node: cst.Attribute) -> None:
+                    if isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_ATTRIBUTES:
+                        cached.add(node.value.value)
+
+            function.visit(_Collect())
+            self._tensor_like[id(function)] = cached
+        return cached
+
+    def _factory_within(self, operand: cst.BaseExpression, function: cst.FunctionDef) -> cst.Call | None:
+        """The factory behind ``operand``, looking through scaling (``weight * noise``)."""
+        found = self._factory(operand, function)
+        if found is None and isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, (cst.Multiply, cst.Divide)):
+            found = self._factory_within(operand.left, function) or self._factory_within(operand.right, function)
+        return found
+
+    def _factory(self, operand: cst.BaseExpression, function: cst.FunctionDef) -> cst.Call | None:
+        """The default-dtype factory ``operand`` is (inline) or was assigned from in ``function``."""
+        value = self.ctx.flow.value_of(operand)
+        if value is None or value.kind != "tensor" or not value.only("fp32"):
+            return None
+        origin = value.origin_of("fp32")
+        factory = origin.node if origin is not None else None
+        if not isinstance(factory, cst.Call) or self.ctx.enclosing(factory, cst.FunctionDef) is not function:
+            return None
+        shape = call_shape(self.ctx, factory)
+        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
+            return None
+        if has_keyword(factory, "dtype") or has_keyword(factory, "out") or not factory.args or _zero_dim(factory, shape.name):
+            return None
+        if shape.name == "full":
+            fill = argument(factory, "fill_value", 1)
+            if fill is None or not _is_float_literal(fill.value):
+                return None
+        if shape.name == "tensor" and not _has_float(factory.args[0].value):
+            return None
+        return factory
+
+    def _runs_low_precision(self, function: cst.FunctionDef) -> bool:
+        if function.name.value != "forward" or not isinstance(self.ctx.enclosing(function, cst.ClassDef), cst.ClassDef):
+            return False
+        text = self.ctx.text
+        return any(word in text for word in _LOWP_WORDS)
+
+    def _fix(self, factory: cst.Call, parameter: str) -> Fix:
+        last = factory.args[-1]
+        end = self.ctx.position(last.value if isinstance(last.comma, cst.Comma) else last).end
+        edit = Edit(end.line, end.column + 1, end.line, end.column + 1, f", dtype={parameter}.dtype")
+        return Fix(Safety.UNSAFE, (edit,), "pass dtype=")
+
+
+def _has_float(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Float):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(_has_float(e.value) for e in expr.elements)
+    return False
