@@ -203,7 +203,7 @@ class LowpModelFp32Input(Rule):
             return
         if isinstance(module.info, str) and "Pipeline" in module.info:
             return  # pipelines prepare (and cast) their own inputs
-        if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
+        if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
             return
         if _root_name(module_node) == "self":
             # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``

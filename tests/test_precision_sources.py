@@ -1,0 +1,119 @@
+"""The catalog of framework precision sources (dtype_lint.facts.precision_sources): every entry
+found with the effect it implies, look-alikes left alone, and the accelerate ``prepare()`` case
+the catalog settles for DTL101."""
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from dtype_lint.config import Settings
+from dtype_lint.engine import check_text
+from dtype_lint.facts.precision_sources import CATALOG, FLAG_EFFECTS, Effect, sources_in
+from dtype_lint.findings import Confidence
+
+AMP16 = Effect(autocast="fp16", scaler=True)
+AMP_BF16 = Effect(autocast="bf16")
+
+
+def sources(source: str):
+    return [(f.framework, f.effect) for f in sources_in(cst.parse_module(textwrap.dedent(source)))]
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from transformers import TrainingArguments\nTrainingArguments('out', fp16=True)\n",
+         [("transformers", AMP16)]),
+        ("from transformers import Seq2SeqTrainingArguments as A\nA('out', bf16=True)\n",
+         [("transformers", AMP_BF16)]),
+        ("import transformers\ntransformers.TrainingArguments('o', fp16=False)\n", []),
+        ("from accelerate import Accelerator\nAccelerator(mixed_precision='fp16')\n", [("accelerate", AMP16)]),
+        ("from accelerate import Accelerator\nAccelerator(mixed_precision='bf16')\n", [("accelerate", AMP_BF16)]),
+        ("from accelerate import Accelerator\nAccelerator(mixed_precision='no')\n", []),
+        ("import lightning as L\nL.Trainer(precision='16-mixed')\n", [("lightning", AMP16)]),
+        ("import pytorch_lightning as pl\npl.Trainer(precision=16)\n", [("lightning", AMP16)]),
+        ("import lightning as L\nL.Trainer(precision='bf16-mixed')\n", [("lightning", AMP_BF16)]),
+        ("import lightning as L\nL.Fabric(precision='16-true')\n", [("lightning", Effect(params="fp16"))]),
+        ("import lightning as L\nL.Trainer(precision='bf16-true')\n", [("lightning", Effect(params="bf16"))]),
+        ("import lightning as L\nL.Trainer(precision='32')\n", []),
+        ("import torch\nAutoModel.from_pretrained('m', torch_dtype=torch.float16)\n",
+         [("from_pretrained", Effect(params="fp16"))]),
+        ("import torch\nAutoModel.from_pretrained('m', dtype=torch.bfloat16)\n",
+         [("from_pretrained", Effect(params="bf16"))]),
+        ("Pipe.from_pretrained('m', variant='fp16')\n", [("from_pretrained", Effect(params="fp16", conditional=True))]),
+        ("Pipe.from_pretrained('m', revision='fp16')\n", [("from_pretrained", Effect(params="fp16", conditional=True))]),
+        ("Pipe.from_pretrained('m', revision='main')\n", []),
+        ("ds_config = {'train_batch_size': 8, 'fp16': {'enabled': True}}\n",
+         [("deepspeed", Effect(params="fp16", scaler=True))]),
+        ("ds_config = {'bf16': {'enabled': True}}\n", [("deepspeed", Effect(params="bf16"))]),
+        ("ds_config = {'fp16': {'enabled': False}}\n", []),
+        ("import torch\nweight_dtype = torch.float16 if args.mixed_precision == 'fp16' else torch.float32\n",
+         [("dtype-choice", Effect(params="fp16", conditional=True))]),
+        ("dtype = 'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'\n",
+         [("dtype-choice", Effect(params="bf16"))]),
+        ("mode = 'fast' if quick else 'slow'\n", []),
+        # Look-alikes: an unrelated class's ``fp16=`` and a user's own Trainer.
+        ("Config(fp16=True)\nclass Trainer:\n    pass\nTrainer(precision=16)\n", []),
+    ],
+)
+def test_catalog_entry(source, expected):
+    assert sources(source) == expected
+
+
+@pytest.mark.parametrize("flag", sorted(FLAG_EFFECTS))
+def test_argparse_flags_are_conditional_sources(flag):
+    found = sources(f"parser.add_argument({flag!r}, action='store_true')\n")
+    assert found == [("argparse", FLAG_EFFECTS[flag])]
+    assert found[0][1].conditional
+
+
+def test_unrelated_argparse_flag_is_not_a_source():
+    assert sources("parser.add_argument('--lr', type=float)\n") == []
+
+
+def test_every_catalog_entry_names_its_argument_and_effects():
+    # A newcomer's entry must say which argument to read and what each value implies.
+    for source in CATALOG:
+        assert source.callables and source.argument and source.effects
+        assert all(isinstance(effect, Effect) for effect in source.effects.values())
+
+
+def test_sources_come_in_source_order_with_descriptions():
+    found = sources_in(cst.parse_module(
+        "from accelerate import Accelerator\nimport lightning as L\n"
+        "L.Trainer(precision='bf16-true')\nAccelerator(mixed_precision='fp16')\n"
+    ))
+    assert [f.description for f in found] == ['`precision="bf16-true"`', '`mixed_precision="fp16"`']
+
+
+# -- accelerate prepare() and DTL101 ----------------------------------------------------------
+PREPARED = """\
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator(mixed_precision={precision!r})
+net = torch.nn.Linear(4, 2).half()
+net = accelerator.prepare(net)
+net(torch.randn(1, 4))
+"""
+
+
+def dtl101_lines(source: str) -> list[int]:
+    report = check_text(source, "train.py", Settings(select=("DTL101",), min_confidence=Confidence.LOW))
+    assert not report.internal_errors, report.internal_errors
+    return [f.line for f in report.findings]
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_prepare_under_mixed_precision_wraps_forward_in_autocast(precision):
+    assert dtl101_lines(PREPARED.format(precision=precision)) == []
+
+
+def test_prepare_without_mixed_precision_still_flags_the_half_model():
+    assert dtl101_lines(PREPARED.format(precision="no")) == [6]
+
+
+def test_prepare_of_several_objects_marks_only_modules():
+    source = PREPARED.replace("net = accelerator.prepare(net)", "net, opt = accelerator.prepare(net, opt)")
+    assert dtl101_lines(source.format(precision="fp16")) == []
+    assert dtl101_lines(source.format(precision="no")) == [6]
