@@ -117,3 +117,45 @@ def test_prepare_of_several_objects_marks_only_modules():
     source = PREPARED.replace("net = accelerator.prepare(net)", "net, opt = accelerator.prepare(net, opt)")
     assert dtl101_lines(source.format(precision="fp16")) == []
     assert dtl101_lines(source.format(precision="no")) == [6]
+
+
+# -- DTL301: a framework's own GradScaler over a bf16 model ----------------------------------
+FRAMEWORK_BF16 = """\
+import torch
+import lightning as L
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("m", dtype={dtype})
+Trainer(model=model, args=TrainingArguments("o", {hf}=True)).train()
+accelerator = Accelerator(mixed_precision={accelerate!r})
+net = torch.nn.Linear(2, 2).to({dtype})
+net = accelerator.prepare(net)
+L.Trainer(precision={lightning!r}).fit(net)
+"""
+
+
+def dtl301(source: str) -> list[tuple[int, Confidence]]:
+    report = check_text(source, "train.py", Settings(select=("DTL301",), min_confidence=Confidence.LOW))
+    assert not report.internal_errors, report.internal_errors
+    return [(f.line, f.confidence) for f in report.findings]
+
+
+def test_fp16_framework_scaler_over_bf16_model_is_flagged_per_framework():
+    source = FRAMEWORK_BF16.format(dtype="torch.bfloat16", hf="fp16", accelerate="fp16", lightning="16-mixed")
+    assert dtl301(source) == [(7, Confidence.HIGH), (10, Confidence.HIGH), (11, Confidence.HIGH)]
+
+
+def test_bf16_settings_or_fp16_models_are_not_dtl301():
+    bf16_everywhere = FRAMEWORK_BF16.format(dtype="torch.bfloat16", hf="bf16", accelerate="bf16", lightning="bf16-mixed")
+    assert dtl301(bf16_everywhere) == []
+    fp16_models = FRAMEWORK_BF16.format(dtype="torch.float16", hf="fp16", accelerate="fp16", lightning="16-mixed")
+    assert dtl301(fp16_models) == []
+
+
+def test_a_model_that_may_be_bf16_is_medium_confidence():
+    source = FRAMEWORK_BF16.format(dtype="torch.bfloat16", hf="fp16", accelerate="no", lightning="32").replace(
+        'model = AutoModelForCausalLM.from_pretrained("m", dtype=torch.bfloat16)',
+        'model = AutoModelForCausalLM.from_pretrained("m")\nif args.bf16:\n    model = model.to(torch.bfloat16)',
+    )
+    assert dtl301(source) == [(9, Confidence.MEDIUM)]

@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import precision_sources
 from dtype_lint.facts.amp import dtype_literal, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
@@ -44,11 +45,19 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
     return literal_bool(node), node
 
 
+# Calls that hand a model to a framework, by the framework whose precision source drives them.
+TRAINS_MODEL = {"Trainer": "transformers", "Seq2SeqTrainer": "transformers", "SFTTrainer": "transformers",
+                "prepare": "accelerate", "prepare_model": "accelerate", "fit": "lightning"}
+
+
 class ScalerWithBf16(Rule):
     """## What it does
     Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
     `dtype=torch.bfloat16`, or a config-driven dtype that may be bf16 while the scaler stays on),
-    or whose optimizer steps bfloat16 parameters.
+    or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
+    a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
+    `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
+    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`).
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
@@ -84,7 +93,7 @@ class ScalerWithBf16(Rule):
     fix_safety = Safety.UNSAFE
     # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
     # parameters the flow knows of (LOWP_TRIGGERS, which hold "autocast" too).
-    triggers = ("GradScaler",)
+    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
     required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
@@ -109,10 +118,16 @@ class ScalerWithBf16(Rule):
             "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=True)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
             fixed="import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
         ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+            "model = AutoModelForSeq2SeqLM.from_pretrained('t5-base', dtype=torch.bfloat16)\n"
+            "args = Seq2SeqTrainingArguments('out', fp16=True)\nSeq2SeqTrainer(model=model, args=args).train()\n"
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         facts = training_facts(self.ctx)
+        self._framework_scaler(facts)
         if not facts.scalers:
             return
         regions = []  # (AutocastInfo, dtypes, source)
@@ -133,6 +148,51 @@ class ScalerWithBf16(Rule):
             scope = self._scope(scaler)
             near = [region for region in regions if scope is not None and self._scope(region[0].node) is scope]
             self._check(facts, scaler, near or regions)
+
+    def _framework_scaler(self, facts) -> None:
+        """A bf16 model trained by a framework whose fp16 mode makes its own GradScaler."""
+        if not any(call_name(call) in TRAINS_MODEL for call in facts.calls):
+            return
+        found = precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        scaling = [f for f in found if f.effect.scaler and f.effect.autocast == "fp16" and f.framework in TRAINS_MODEL.values()]
+        for call in facts.calls:
+            framework = TRAINS_MODEL.get(call_name(call))
+            source = self._driving_source(call, framework, scaling, found)
+            if source is None:
+                continue
+            model = keyword(call, "model") if framework == "transformers" else positional(call, 0)
+            value = self.ctx.flow.value_of(model) if model is not None else None
+            if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
+                continue
+            self.report(
+                call,
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
+                f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
+                " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
+                " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
+                confidence=Confidence.HIGH if value.dtype == "bf16" else Confidence.MEDIUM,
+            )
+
+    def _driving_source(self, call: cst.Call, framework, scaling, found):
+        """The fp16-with-scaler source that drives ``call``: the ``args=`` of a HF Trainer or the
+        receiver of Lightning's ``fit`` (the call itself or the name it was assigned to); for
+        accelerate, the file's Accelerator when every one of them agrees."""
+        if framework == "accelerate":
+            agreeing = {f.effect for f in found if f.framework == "accelerate"}
+            return next((f for f in scaling if f.framework == framework), None) if len(agreeing) == 1 else None
+        driver = keyword(call, "args") if framework == "transformers" else (
+            call.func.value if isinstance(call.func, cst.Attribute) else None)
+        for source in scaling:
+            if source.framework != framework:
+                continue
+            if source.node is driver:
+                return source
+            assign = self.ctx.parent(source.node)
+            if isinstance(driver, cst.Name) and isinstance(assign, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == driver.value for t in assign.targets
+            ):
+                return source
+        return None
 
     def _scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.ctx.enclosing(node, cst.ClassDef) or self.ctx.enclosing(node, cst.FunctionDef)
