@@ -159,3 +159,13 @@ def test_a_model_that_may_be_bf16_is_medium_confidence():
         'model = AutoModelForCausalLM.from_pretrained("m")\nif args.bf16:\n    model = model.to(torch.bfloat16)',
     )
     assert dtl301(source) == [(9, Confidence.MEDIUM)]
+
+
+@pytest.mark.parametrize("framework", [
+    "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n",
+    "import lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\n",
+])
+def test_hand_made_scaler_under_a_bf16_framework_is_dtl301(framework):
+    source = "import torch\n" + framework + "scaler = torch.amp.GradScaler('cuda')\n"
+    assert dtl301(source) == [(4, Confidence.HIGH)]
+    assert dtl301(source.replace("bf16", "fp16")) == []

@@ -57,7 +57,9 @@ class ScalerWithBf16(Rule):
     or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
     a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
     `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
-    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`).
+    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
+    so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
+    `precision="bf16-mixed"`).
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
@@ -122,6 +124,10 @@ class ScalerWithBf16(Rule):
             "import torch\nfrom transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
             "model = AutoModelForSeq2SeqLM.from_pretrained('t5-base', dtype=torch.bfloat16)\n"
             "args = Seq2SeqTrainingArguments('out', fp16=True)\nSeq2SeqTrainer(model=model, args=args).train()\n"
+        ),
+        Invalid(
+            "import torch\nimport lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\n"
+            "scaler = torch.amp.GradScaler('cuda')\n"
         ),
     )
 
@@ -216,6 +222,19 @@ class ScalerWithBf16(Rule):
             )
             return
         if regions:
+            return
+        # No autocast region in sight: a framework set to bf16 autocast runs it for the scaler's loss.
+        framework_bf16 = [f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names)
+                          if f.effect.autocast == "bf16" and not f.effect.conditional]
+        if framework_bf16:
+            source = framework_bf16[0]
+            self.report(
+                scaler,
+                f"GradScaler is enabled but {source.description} (line {_line(self.ctx, source.node)}) trains in"
+                " bfloat16 autocast: bf16 gradients need no loss scaling and CUDA cannot unscale them; drop the"
+                " scaler (the framework scales fp16 losses itself)",
+                confidence=Confidence.HIGH,
+            )
             return
         # No autocast: the scaler serves whatever the parameters are; bf16 parameters need none.
         for optimizer in self.ctx.flow.optimizers:
