@@ -169,3 +169,26 @@ def test_hand_made_scaler_under_a_bf16_framework_is_dtl301(framework):
     source = "import torch\n" + framework + "scaler = torch.amp.GradScaler('cuda')\n"
     assert dtl301(source) == [(4, Confidence.HIGH)]
     assert dtl301(source.replace("bf16", "fp16")) == []
+
+
+# -- DTL302: Lightning's own scaler over a float16 module -------------------------------------
+LIGHTNING_HALF = """\
+import torch
+import lightning as L
+
+model = torch.nn.Linear(4, 2).half()
+trainer = L.Trainer(precision={precision!r})
+trainer.fit(model)
+"""
+
+
+def test_lightning_16_mixed_fit_of_a_half_module_is_dtl302():
+    report = check_text(LIGHTNING_HALF.format(precision="16-mixed"), "train.py", Settings(select=("DTL302",)))
+    assert [(f.line, f.confidence) for f in report.findings] == [(6, Confidence.HIGH)]
+    assert 'precision="16-mixed"' in report.findings[0].message
+
+
+@pytest.mark.parametrize("precision", ["bf16-mixed", "32"])
+def test_lightning_without_fp16_scaling_is_not_dtl302(precision):
+    report = check_text(LIGHTNING_HALF.format(precision=precision), "train.py", Settings(select=("DTL302",)))
+    assert report.findings == []

@@ -307,8 +307,9 @@ class Fp16TrainableParams(Rule):
     """## What it does
     Flags an optimizer built over parameters that are float16 (the model was `.half()`-ed, moved
     `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
-    scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`)
-    and attaches no PEFT adapters. When only part of the model is float16 and the optimizer is
+    scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`,
+    Lightning's `precision="16-mixed"`, whose `trainer.fit(model)` is checked too) and attaches no
+    PEFT adapters. When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level).
@@ -345,8 +346,8 @@ class Fp16TrainableParams(Rule):
     summary = "float16 parameters trained with loss scaling"
     # Loss scaling: a GradScaler, or ``*Arguments(fp16=True)`` / ``Accelerator(mixed_precision="fp16")``
     # (both spell the word "fp16"); and an fp16 value the flow knows of (FP16_TRIGGERS).
-    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"))
-    required_triggers = (("GradScaler", exact_word("fp16")), FP16_TRIGGERS)
+    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
+    required_triggers = (("GradScaler", exact_word("fp16"), "precision"), FP16_TRIGGERS)
     valid = (
         "import torch\nmodel = Net().cuda()\noptimizer = torch.optim.AdamW(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).half()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
@@ -363,6 +364,10 @@ class Fp16TrainableParams(Rule):
         Invalid(
             "import torch\nfrom torch import nn\nnet = nn.Sequential(nn.Linear(8, 8), nn.ReLU())\nnet.half()\n"
             "opt = torch.optim.Adam(net.parameters())\nscaler = torch.amp.GradScaler()\n"
+        ),
+        Invalid(
+            "import torch\nimport lightning as L\nmodel = torch.nn.Linear(4, 2).half()\n"
+            "L.Trainer(precision='16-mixed').fit(model)\n"
         ),
     )
 
@@ -392,10 +397,15 @@ class Fp16TrainableParams(Rule):
                 " gradients.\"); keep the weights float32 and let autocast run fp16",
                 confidence=confidence,
             )
+        lightning = scaling.startswith("Lightning")
+        hint = '`precision="16-mixed"`' if lightning else "`fp16=True`"
         for call in facts.calls:
-            if call_name(call) not in ("Trainer", "Seq2SeqTrainer") or not scaling.startswith("`"):
+            if lightning and call_name(call) == "fit":
+                model = positional(call, 0)  # ``trainer.fit(model)``: Lightning's scaler steps it
+            elif call_name(call) in ("Trainer", "Seq2SeqTrainer") and scaling.startswith("`"):
+                model = keyword(call, "model")
+            else:
                 continue
-            model = keyword(call, "model")
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("fp16") or value.role == "peft":
                 continue
@@ -403,7 +413,7 @@ class Fp16TrainableParams(Rule):
                 call,
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}` trains"
                 f" it with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16 gradients.\");"
-                " load the model in float32 and let `fp16=True` run autocast",
+                f" load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
 
@@ -418,6 +428,9 @@ class Fp16TrainableParams(Rule):
                 return f"`{name}(fp16=True)` (line {_line(self.ctx, call)})"
             if name == "Accelerator" and string_value(keyword(call, "mixed_precision")) == "fp16":
                 return f"`Accelerator(mixed_precision=\"fp16\")` (line {_line(self.ctx, call)})"
+        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names):
+            if source.framework == "lightning" and source.effect.scaler:
+                return f"Lightning's {source.description} (line {_line(self.ctx, source.node)})"
         return None
 
 
