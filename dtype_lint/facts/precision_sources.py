@@ -190,9 +190,18 @@ def _dtype_choice(node: cst.IfExp) -> Found | None:
                  "a dtype chosen by a condition")
 
 
+_LAST: list = [None, []]  # (tree, its sources): files are checked one at a time per process
+
+
 def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Found]:
-    """Every precision source of ``module``, in source order (one walk of the fields, no visitor)."""
-    names = names if names is not None else ImportTable.from_module(module)
+    """Every precision source of ``module``, in source order (one walk of the fields, no visitor;
+    remembered for the last tree, as several rules and the flow ask)."""
+    if _LAST[0] is not module:
+        _LAST[:] = [module, _find(module, names if names is not None else ImportTable.from_module(module))]
+    return _LAST[1]
+
+
+def _find(module: cst.Module, names: ImportTable) -> list[Found]:
     found: list[Found] = []
     for node in walk(module, into_definitions=True):
         kind = type(node)
