@@ -19,7 +19,7 @@ import libcst as cst
 
 from .amp import literal_bool, literal_string
 from .names import ImportTable
-from .training import walk
+from .training import keyword, walk
 from .flow.values import BF16, FP16
 
 NUMBER = "number"  # the argument value was an int literal (Lightning's ``precision=16``)
@@ -119,13 +119,6 @@ def _literal(node: cst.BaseExpression):
     return None
 
 
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
 def _dtype_spelling(node: cst.BaseExpression) -> str | None:
     """``torch.float16`` / ``torch.half`` / ``"bfloat16"`` -> fp16 / bf16."""
     if isinstance(node, cst.Attribute):
@@ -139,7 +132,7 @@ def _catalog_matches(names: ImportTable, call: cst.Call):
     for source in CATALOG:
         if not (names.matches(call.func, *source.callables) or (method is not None and method in source.callables)):
             continue
-        value_node = _keyword(call, source.argument)
+        value_node = keyword(call, source.argument)
         if value_node is None:
             continue
         value = _literal(value_node)
