@@ -192,3 +192,37 @@ def test_lightning_16_mixed_fit_of_a_half_module_is_dtl302():
 def test_lightning_without_fp16_scaling_is_not_dtl302(precision):
     report = check_text(LIGHTNING_HALF.format(precision=precision), "train.py", Settings(select=("DTL302",)))
     assert report.findings == []
+
+
+# -- DTL303: torch clipping between accelerator.backward and the step under fp16 -------------
+ACCELERATE_CLIP = """\
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator(mixed_precision={precision!r})
+model, optimizer = accelerator.prepare(model, optimizer)
+for x, y in loader:
+    accelerator.backward(torch.nn.functional.mse_loss(model(x), y))
+    {clip}(model.parameters(), 1.0)
+    optimizer.step()
+"""
+
+
+def dtl303(precision: str, clip: str) -> list[int]:
+    source = ACCELERATE_CLIP.format(precision=precision, clip=clip)
+    report = check_text(source, "train.py", Settings(select=("DTL303",), min_confidence=Confidence.LOW))
+    assert not report.internal_errors, report.internal_errors
+    return [f.line for f in report.findings]
+
+
+def test_torch_clip_after_accelerator_backward_under_fp16_is_dtl303():
+    assert dtl303("fp16", "torch.nn.utils.clip_grad_norm_") == [8]
+
+
+@pytest.mark.parametrize("precision, clip", [
+    ("bf16", "torch.nn.utils.clip_grad_norm_"),  # no scaler in bf16
+    ("no", "torch.nn.utils.clip_grad_norm_"),
+    ("fp16", "accelerator.clip_grad_norm_"),  # unscales first
+])
+def test_accelerate_clip_without_scaled_gradients_is_clean(precision, clip):
+    assert dtl303(precision, clip) == []
