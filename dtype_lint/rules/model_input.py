@@ -229,6 +229,8 @@ class LowpModelFp32Input(Rule):
         "import torch\nmodel = torch.nn.Linear(10, 2)\nwith torch.autocast('cuda'):\n    model(torch.randn(1, 10))\n",
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nmodel(batch)\n",
         "import torch\nmodel = AutoModel.from_pretrained('m', torch_dtype=torch.float16)\nids = tok('hi', return_tensors='pt')\nmodel(**ids)\n",
+        "import torch\nclass Predictor:\n    def __init__(self):\n        self.model = torch.nn.Conv2d(3, 3, 3).half()\n"
+        "    def predict(self, image):\n        return self.model(image.to(next(self.model.parameters()).dtype))\n",
     )
     invalid = (
         Invalid(
@@ -244,6 +246,11 @@ class LowpModelFp32Input(Rule):
             "        self.fc = nn.Linear(4, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
             "net = Net()\nif args.fp16:\n    net.half()\nnet(torch.ones(1, 4))\n"
         ),
+        Invalid(
+            "import torch\nclass Predictor:\n    def __init__(self, fp16=False):\n        self.model = torch.nn.Conv2d(3, 3, 3)\n"
+            "        if fp16:\n            self.model = self.model.half()\n    def warmup(self):\n"
+            "        return self.model(torch.ones(1, 3, 8, 8))\n"
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -253,11 +260,12 @@ class LowpModelFp32Input(Rule):
             return
         if isinstance(module.info, str) and "Pipeline" in module.info:
             return  # pipelines prepare (and cast) their own inputs
-        if flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
+        if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
             return
-        if _root_name(module_node) == "self":
+        if _root_name(module_node) == "self" and not _in_plain_class(self.ctx, node):
             # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``
-            # is the caller's, and the finding belongs (and is reported) at that call.
+            # is the caller's, and the finding belongs (and is reported) at that call. A plain
+            # class (a predictor holding ``self.model``) owns its attributes' dtypes: report here.
             return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         for arg in arguments(node):
@@ -441,6 +449,15 @@ class PartialLowpCast(Rule):
             type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key
             for node in walk(function)
         )
+
+
+def _in_plain_class(ctx, node: cst.CSTNode) -> bool:
+    """Inside a method of a class with no base but ``object``: not an nn.Module (whose attributes
+    take the dtype of the instance a caller cast), so its ``self.*`` values are its own."""
+    cls = ctx.enclosing(node, cst.ClassDef)
+    if cls is None:
+        return False
+    return all(isinstance(base.value, cst.Name) and base.value.value == "object" for base in cls.bases)
 
 
 def _root_name(node: cst.CSTNode | None) -> str | None:

@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import precision_sources
 from dtype_lint.facts.amp import dtype_literal, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
@@ -44,11 +45,21 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
     return literal_bool(node), node
 
 
+# Calls that hand a model to a framework, by the framework whose precision source drives them.
+TRAINS_MODEL = {"Trainer": "transformers", "Seq2SeqTrainer": "transformers", "SFTTrainer": "transformers",
+                "prepare": "accelerate", "prepare_model": "accelerate", "fit": "lightning"}
+
+
 class ScalerWithBf16(Rule):
     """## What it does
     Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
     `dtype=torch.bfloat16`, or a config-driven dtype that may be bf16 while the scaler stays on),
-    or whose optimizer steps bfloat16 parameters.
+    or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
+    a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
+    `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
+    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
+    so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
+    `precision="bf16-mixed"`).
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
@@ -84,7 +95,7 @@ class ScalerWithBf16(Rule):
     fix_safety = Safety.UNSAFE
     # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
     # parameters the flow knows of (LOWP_TRIGGERS, which hold "autocast" too).
-    triggers = ("GradScaler",)
+    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
     required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
@@ -109,10 +120,20 @@ class ScalerWithBf16(Rule):
             "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=True)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
             fixed="import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', torch.bfloat16):\n    loss = model(x)\n",
         ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+            "model = AutoModelForSeq2SeqLM.from_pretrained('t5-base', dtype=torch.bfloat16)\n"
+            "args = Seq2SeqTrainingArguments('out', fp16=True)\nSeq2SeqTrainer(model=model, args=args).train()\n"
+        ),
+        Invalid(
+            "import torch\nimport lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\n"
+            "scaler = torch.amp.GradScaler('cuda')\n"
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         facts = training_facts(self.ctx)
+        self._framework_scaler(facts)
         if not facts.scalers:
             return
         regions = []  # (AutocastInfo, dtypes, source)
@@ -133,6 +154,51 @@ class ScalerWithBf16(Rule):
             scope = self._scope(scaler)
             near = [region for region in regions if scope is not None and self._scope(region[0].node) is scope]
             self._check(facts, scaler, near or regions)
+
+    def _framework_scaler(self, facts) -> None:
+        """A bf16 model trained by a framework whose fp16 mode makes its own GradScaler."""
+        if not any(call_name(call) in TRAINS_MODEL for call in facts.calls):
+            return
+        found = precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        scaling = [f for f in found if f.effect.scaler and f.effect.autocast == "fp16" and f.framework in TRAINS_MODEL.values()]
+        for call in facts.calls:
+            framework = TRAINS_MODEL.get(call_name(call))
+            source = self._driving_source(call, framework, scaling, found)
+            if source is None:
+                continue
+            model = keyword(call, "model") if framework == "transformers" else positional(call, 0)
+            value = self.ctx.flow.value_of(model) if model is not None else None
+            if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
+                continue
+            self.report(
+                call,
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
+                f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
+                " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
+                " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
+                confidence=Confidence.HIGH if value.dtype == "bf16" else Confidence.MEDIUM,
+            )
+
+    def _driving_source(self, call: cst.Call, framework, scaling, found):
+        """The fp16-with-scaler source that drives ``call``: the ``args=`` of a HF Trainer or the
+        receiver of Lightning's ``fit`` (the call itself or the name it was assigned to); for
+        accelerate, the file's Accelerator when every one of them agrees."""
+        if framework == "accelerate":
+            agreeing = {f.effect for f in found if f.framework == "accelerate"}
+            return next((f for f in scaling if f.framework == framework), None) if len(agreeing) == 1 else None
+        driver = keyword(call, "args") if framework == "transformers" else (
+            call.func.value if isinstance(call.func, cst.Attribute) else None)
+        for source in scaling:
+            if source.framework != framework:
+                continue
+            if source.node is driver:
+                return source
+            assign = self.ctx.parent(source.node)
+            if isinstance(driver, cst.Name) and isinstance(assign, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == driver.value for t in assign.targets
+            ):
+                return source
+        return None
 
     def _scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.ctx.enclosing(node, cst.ClassDef) or self.ctx.enclosing(node, cst.FunctionDef)
@@ -156,6 +222,19 @@ class ScalerWithBf16(Rule):
             )
             return
         if regions:
+            return
+        # No autocast region in sight: a framework set to bf16 autocast runs it for the scaler's loss.
+        framework_bf16 = [f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names)
+                          if f.effect.autocast == "bf16" and not f.effect.conditional]
+        if framework_bf16:
+            source = framework_bf16[0]
+            self.report(
+                scaler,
+                f"GradScaler is enabled but {source.description} (line {_line(self.ctx, source.node)}) trains in"
+                " bfloat16 autocast: bf16 gradients need no loss scaling and CUDA cannot unscale them; drop the"
+                " scaler (the framework scales fp16 losses itself)",
+                confidence=Confidence.HIGH,
+            )
             return
         # No autocast: the scaler serves whatever the parameters are; bf16 parameters need none.
         for optimizer in self.ctx.flow.optimizers:
@@ -228,8 +307,9 @@ class Fp16TrainableParams(Rule):
     """## What it does
     Flags an optimizer built over parameters that are float16 (the model was `.half()`-ed, moved
     `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
-    scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`)
-    and attaches no PEFT adapters. When only part of the model is float16 and the optimizer is
+    scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`,
+    Lightning's `precision="16-mixed"`, whose `trainer.fit(model)` is checked too) and attaches no
+    PEFT adapters. When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level).
@@ -266,8 +346,8 @@ class Fp16TrainableParams(Rule):
     summary = "float16 parameters trained with loss scaling"
     # Loss scaling: a GradScaler, or ``*Arguments(fp16=True)`` / ``Accelerator(mixed_precision="fp16")``
     # (both spell the word "fp16"); and an fp16 value the flow knows of (FP16_TRIGGERS).
-    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"))
-    required_triggers = (("GradScaler", exact_word("fp16")), FP16_TRIGGERS)
+    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
+    required_triggers = (("GradScaler", exact_word("fp16"), "precision"), FP16_TRIGGERS)
     valid = (
         "import torch\nmodel = Net().cuda()\noptimizer = torch.optim.AdamW(model.parameters())\nscaler = torch.amp.GradScaler('cuda')\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).half()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
@@ -284,6 +364,10 @@ class Fp16TrainableParams(Rule):
         Invalid(
             "import torch\nfrom torch import nn\nnet = nn.Sequential(nn.Linear(8, 8), nn.ReLU())\nnet.half()\n"
             "opt = torch.optim.Adam(net.parameters())\nscaler = torch.amp.GradScaler()\n"
+        ),
+        Invalid(
+            "import torch\nimport lightning as L\nmodel = torch.nn.Linear(4, 2).half()\n"
+            "L.Trainer(precision='16-mixed').fit(model)\n"
         ),
     )
 
@@ -313,10 +397,15 @@ class Fp16TrainableParams(Rule):
                 " gradients.\"); keep the weights float32 and let autocast run fp16",
                 confidence=confidence,
             )
+        lightning = scaling.startswith("Lightning")
+        hint = '`precision="16-mixed"`' if lightning else "`fp16=True`"
         for call in facts.calls:
-            if call_name(call) not in ("Trainer", "Seq2SeqTrainer") or not scaling.startswith("`"):
+            if lightning and call_name(call) == "fit":
+                model = positional(call, 0)  # ``trainer.fit(model)``: Lightning's scaler steps it
+            elif call_name(call) in ("Trainer", "Seq2SeqTrainer") and scaling.startswith("`"):
+                model = keyword(call, "model")
+            else:
                 continue
-            model = keyword(call, "model")
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("fp16") or value.role == "peft":
                 continue
@@ -324,7 +413,7 @@ class Fp16TrainableParams(Rule):
                 call,
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}` trains"
                 f" it with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16 gradients.\");"
-                " load the model in float32 and let `fp16=True` run autocast",
+                f" load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
 
@@ -339,6 +428,9 @@ class Fp16TrainableParams(Rule):
                 return f"`{name}(fp16=True)` (line {_line(self.ctx, call)})"
             if name == "Accelerator" and string_value(keyword(call, "mixed_precision")) == "fp16":
                 return f"`Accelerator(mixed_precision=\"fp16\")` (line {_line(self.ctx, call)})"
+        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names):
+            if source.framework == "lightning" and source.effect.scaler:
+                return f"Lightning's {source.description} (line {_line(self.ctx, source.node)})"
         return None
 
 

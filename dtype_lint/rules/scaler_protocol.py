@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts import precision_sources
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Event, Kind, ScalerFacts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
@@ -65,8 +67,9 @@ class ClipBeforeUnscale(_ScalerRule):
     """## What it does
     Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called after
     `scaler.scale(loss).backward()` and before `scaler.step(optimizer)` with no
-    `scaler.unscale_(optimizer)` in between. `accelerator.clip_grad_norm_` unscales by itself and
-    is not flagged.
+    `scaler.unscale_(optimizer)` in between; also a torch clip between `accelerator.backward(loss)`
+    and `optimizer.step()` under `Accelerator(mixed_precision="fp16")`, whose own GradScaler scaled
+    the loss. `accelerator.clip_grad_norm_` unscales by itself and is not flagged.
 
     ## Why is this bad?
     Until `unscale_`, the gradients are multiplied by the loss scale (65536 at the start). The
@@ -104,7 +107,7 @@ class ClipBeforeUnscale(_ScalerRule):
     # A clip call (torch.nn.utils.clip_grad_norm_/clip_grad_value_/clip_grad_norm) and a later
     # ``<scaler>.step(opt)`` of a scaler are needed for every finding.
     triggers = ("clip_grad",)
-    required_triggers = ((exact_word("step"),), SCALER_TRIGGERS)
+    required_triggers = ((exact_word("step"),), SCALER_TRIGGERS + ("mixed_precision",))
     valid = (
         "import torch\nfor x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.unscale_(optimizer)\n"
         "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(optimizer)\n    scaler.update()\n",
@@ -120,6 +123,11 @@ class ClipBeforeUnscale(_ScalerRule):
         "    if use_amp:\n        scaler.step(opt)\n        scaler.update()\n    else:\n        opt.step()\n",
     )
     invalid = (
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+            "for x in loader:\n    accelerator.backward(model(x))\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n"
+        ),
         Invalid(
             "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
             "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(optimizer)\n    scaler.update()\n",
@@ -154,6 +162,29 @@ class ClipBeforeUnscale(_ScalerRule):
         for clip in facts.events:
             if clip.kind is Kind.CLIP:
                 self._check_clip(facts, clip)
+                self._check_accelerate_clip(facts, clip)
+
+    def _check_accelerate_clip(self, facts: ScalerFacts, clip: Event) -> None:
+        """``accelerator.backward(loss)`` under ``Accelerator(mixed_precision="fp16")`` scales the
+        loss with accelerate's own GradScaler, which unscales only in the optimizer's step (or in
+        ``accelerator.clip_grad_norm_``): a torch clip in between sees scaled gradients."""
+        events = facts.iteration(clip)
+        backward = next((e for e in reversed(events) if e.kind is Kind.BACKWARD and e.order < clip.order), None)
+        if backward is None or dotted_name(backward.call.func) != "accelerator.backward":
+            return
+        if not any(e.kind is Kind.OPTIMIZER_STEP and e.order > clip.order for e in events):
+            return
+        source = next((f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names)
+                       if f.framework == "accelerate" and f.effect.scaler and not f.effect.conditional), None)
+        if source is None:
+            return
+        self.report(
+            clip.call,
+            f"`{_callee(clip)}` sees gradients still scaled by accelerate's GradScaler ({source.description},"
+            f" line {self.ctx.position(source.node).start.line}): `accelerator.backward` scales the loss and only"
+            f" the optimizer step unscales; use `accelerator.clip_grad_norm_`, which unscales first",
+            confidence=Confidence.HIGH,
+        )
 
     def _check_clip(self, facts: ScalerFacts, clip: Event) -> None:
         events = facts.iteration(clip)

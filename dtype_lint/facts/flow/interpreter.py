@@ -14,7 +14,7 @@ import dataclasses
 
 import libcst as cst
 
-from dtype_lint.facts import amp
+from dtype_lint.facts import amp, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow.values import (
@@ -145,6 +145,7 @@ class Interpreter:
         self._memo: dict[tuple, tuple] = {}
         self._active: list[int] = []
         self.default_float = FP32
+        self._accelerate_autocast: str | None = None  # asked once, on the first prepare()
         self.module_frame = Frame()
         self._clock = 0
         self._cast_index: dict[int, int] = {}
@@ -1185,6 +1186,17 @@ class Interpreter:
                     return dataclasses.replace(info, dtype=LONG_NAMES[value.dtype])
         return info
 
+    def _prepared(self, value: Value | None) -> Value | None:
+        """A module through ``accelerator.prepare()``: with ``Accelerator(mixed_precision="fp16"|"bf16")``
+        accelerate runs its forward under autocast, which casts float32 inputs (``autocast`` on a
+        module value: the region its forward runs in)."""
+        if value is None or value.kind != MODULE:
+            return value
+        if self._accelerate_autocast is None:
+            found = precision_sources.sources_in(self.ctx.module, self.names)
+            self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or ""
+        return value.replace(autocast=self._accelerate_autocast) if self._accelerate_autocast else value
+
     def _first_argument(self, node: cst.Call) -> Value | None:
         for arg in node.args:
             if arg.keyword is None and not arg.star:
@@ -1546,6 +1558,7 @@ class Interpreter:
             return None
         if key is not None and method in ("prepare", "prepare_model") and key.split(".")[-1] in ("accelerator", "fabric"):
             values = [self._values.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
+            values = [self._prepared(value) for value in values]
             if len(values) == 1:
                 return values[0]
             return make(TUPLE, items=tuple(values))

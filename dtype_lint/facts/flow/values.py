@@ -77,7 +77,8 @@ class Value:
     params list belongs to. ``info``: kind-specific detail (AutocastInfo, the class name of a
     module, an OptimizerInfo, the enabled flag of a scaler). ``items``: tuple members;
     ``element``: what indexing a mapping/batch gives. ``autocast``: the effective dtype of the
-    autocast region that produced this tensor (None when produced outside autocast).
+    autocast region that produced this tensor (None when produced outside autocast); on a module,
+    the region a framework runs its forward in (``accelerator.prepare`` under mixed precision).
     """
 
     kind: str = UNKNOWN

@@ -1,0 +1,216 @@
+"""Framework precision sources: where a program's precision is decided without a cast in sight.
+
+``TrainingArguments(fp16=True)``, ``Accelerator(mixed_precision="bf16")``, Lightning's
+``Trainer(precision="16-mixed")``, a DeepSpeed config dict, an argparse ``--fp16`` flag: each
+decides the parameter dtype, whether (and in which dtype) autocast runs the forward pass, and
+whether the framework makes its own GradScaler. The catalog below holds them AS DATA: to teach
+dtype-lint a new framework, add a ``Source`` (the callables and the argument to read) and its
+``Effect`` per argument value, and a test in tests/test_precision_sources.py.
+
+``sources_in(module, names)`` finds every source of a file, in source order. The analysis
+never imports the frameworks: callables are matched by qualified name through the file's imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from .amp import literal_bool, literal_string
+from .names import ImportTable
+from .training import keyword, walk
+from .flow.values import BF16, FP16
+
+NUMBER = "number"  # the argument value was an int literal (Lightning's ``precision=16``)
+
+
+@dataclasses.dataclass(frozen=True)
+class Effect:
+    """What a precision source implies for the code it drives.
+
+    ``params``: the dtype the framework casts the parameters to (None: left float32).
+    ``autocast``: the dtype of the autocast region the framework runs the forward pass in (None: none).
+    ``scaler``: the framework makes and steps its own GradScaler (a hand-made one is a second).
+    ``conditional``: only in one configuration of the program (a CLI flag, a ternary): medium confidence.
+    """
+
+    params: str | None = None
+    autocast: str | None = None
+    scaler: bool = False
+    conditional: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One catalog entry: calling one of ``callables`` with ``argument`` set to a key of ``effects``."""
+
+    framework: str
+    callables: tuple[str, ...]  # qualified names, as the file's imports resolve them
+    argument: str  # the keyword argument that carries the precision
+    effects: dict  # literal value (str, bool, or int as str) -> Effect
+
+
+AMP_FP16 = Effect(autocast=FP16, scaler=True)
+AMP_BF16 = Effect(autocast=BF16)
+TRUE_FP16 = Effect(params=FP16)
+TRUE_BF16 = Effect(params=BF16)
+HF_ARGS = ("transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments",
+           "transformers.training_args.TrainingArguments", "trl.SFTConfig")
+LIGHTNING = ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+             "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric")
+LIGHTNING_PRECISION = {
+    "16-mixed": AMP_FP16, "16": AMP_FP16, "bf16-mixed": AMP_BF16, "bf16": AMP_BF16,
+    "16-true": TRUE_FP16, "bf16-true": TRUE_BF16,
+}
+FROM_PRETRAINED = ("from_pretrained",)  # matched by method name: every Auto*/pipeline class has one
+
+CATALOG: tuple[Source, ...] = (
+    # Hugging Face Trainer: autocast around the forward pass; fp16 also makes a GradScaler.
+    Source("transformers", HF_ARGS, "fp16", {True: AMP_FP16}),
+    Source("transformers", HF_ARGS, "bf16", {True: AMP_BF16}),
+    # accelerate: prepare() wraps the model's forward in autocast; fp16 makes a GradScaler.
+    Source("accelerate", ("accelerate.Accelerator",), "mixed_precision", {"fp16": AMP_FP16, "bf16": AMP_BF16}),
+    # Lightning: "-mixed" is autocast, "-true" casts the parameters.
+    Source("lightning", LIGHTNING, "precision", LIGHTNING_PRECISION),
+    # from_pretrained: ``torch_dtype=`` / ``dtype=`` cast the loaded parameters.
+    Source("from_pretrained", FROM_PRETRAINED, "torch_dtype", {"float16": TRUE_FP16, "bfloat16": TRUE_BF16}),
+    Source("from_pretrained", FROM_PRETRAINED, "dtype", {"float16": TRUE_FP16, "bfloat16": TRUE_BF16}),
+    # ``variant="fp16"`` / ``revision="fp16"`` load half weights: the usual intent is a half model.
+    Source("from_pretrained", FROM_PRETRAINED, "variant", {"fp16": Effect(params=FP16, conditional=True)}),
+    Source("from_pretrained", FROM_PRETRAINED, "revision", {"fp16": Effect(params=FP16, conditional=True)}),
+)
+
+# argparse flags that switch a program to low precision; the flag may be off: conditional.
+FLAG_EFFECTS = {
+    "--fp16": Effect(params=FP16, conditional=True), "--half": Effect(params=FP16, conditional=True),
+    "--bf16": Effect(params=BF16, conditional=True),
+    "--amp": Effect(autocast=FP16, scaler=True, conditional=True),
+    "--mixed_precision": Effect(autocast=FP16, conditional=True),
+    "--mixed-precision": Effect(autocast=FP16, conditional=True),
+}
+ADD_ARGUMENT = "add_argument"
+# DeepSpeed config dicts: ``{"fp16": {"enabled": True}}`` trains fp16 parameters with its own scaler.
+DEEPSPEED_KEYS = {"fp16": Effect(params=FP16, scaler=True), "bf16": Effect(params=BF16)}
+# Dtype names as idioms spell them (diffusers' ``weight_dtype``, nanoGPT's ``dtype`` string).
+DTYPE_SPELLINGS = {"float16": FP16, "half": FP16, "bfloat16": BF16}
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """A precision source found in a file."""
+
+    framework: str
+    node: cst.CSTNode
+    effect: Effect
+    description: str  # ``Accelerator(mixed_precision="fp16")`` in words, for messages
+
+
+def _literal(node: cst.BaseExpression):
+    """A literal string / bool / int (as str) argument value, else None."""
+    text = literal_string(node)
+    if text is not None:
+        return text
+    flag = literal_bool(node)
+    if flag is not None:
+        return flag
+    if isinstance(node, cst.Integer):
+        return node.value
+    return None
+
+
+def _dtype_spelling(node: cst.BaseExpression) -> str | None:
+    """``torch.float16`` / ``torch.half`` / ``"bfloat16"`` -> fp16 / bf16."""
+    if isinstance(node, cst.Attribute):
+        return DTYPE_SPELLINGS.get(node.attr.value)
+    text = literal_string(node)
+    return DTYPE_SPELLINGS.get(text) if text is not None else None
+
+
+def _catalog_matches(names: ImportTable, call: cst.Call):
+    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    for source in CATALOG:
+        if not (names.matches(call.func, *source.callables) or (method is not None and method in source.callables)):
+            continue
+        value_node = keyword(call, source.argument)
+        if value_node is None:
+            continue
+        value = _literal(value_node)
+        if source.argument in ("torch_dtype", "dtype"):
+            value = {FP16: "float16", BF16: "bfloat16"}.get(_dtype_spelling(value_node))
+        effect = source.effects.get(value)
+        if effect is not None:
+            shown = f'"{value}"' if isinstance(value, str) and not isinstance(value_node, cst.Integer) else value
+            if source.argument in ("torch_dtype", "dtype"):
+                shown = f"torch.{value}"
+            yield Found(source.framework, call, effect, f"`{source.argument}={shown}`")
+
+
+def _flag(call: cst.Call) -> Found | None:
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == ADD_ARGUMENT):
+        return None
+    for arg in call.args:
+        if arg.keyword is None and literal_string(arg.value) in FLAG_EFFECTS:
+            flag = literal_string(arg.value)
+            return Found("argparse", call, FLAG_EFFECTS[flag], f"`{flag}`")
+    return None
+
+
+def _deepspeed(node: cst.Dict) -> Found | None:
+    """``{"fp16": {"enabled": True}}`` (a nested dict whose ``enabled`` is True)."""
+    for element in node.elements:
+        if not isinstance(element, cst.DictElement) or not isinstance(element.value, cst.Dict):
+            continue
+        key = literal_string(element.key)
+        if key not in DEEPSPEED_KEYS:
+            continue
+        for inner in element.value.elements:
+            if isinstance(inner, cst.DictElement) and literal_string(inner.key) == "enabled" \
+                    and literal_bool(inner.value) is True:
+                return Found("deepspeed", node, DEEPSPEED_KEYS[key], f'`{{"{key}": {{"enabled": True}}}}`')
+    return None
+
+
+def _dtype_choice(node: cst.IfExp) -> Found | None:
+    """``torch.float16 if args.mixed_precision == "fp16" else torch.float32`` (diffusers) and
+    ``'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'`` (nanoGPT): one branch is low."""
+    chosen = [_dtype_spelling(node.body), _dtype_spelling(node.orelse)]
+    low = [dtype for dtype in chosen if dtype is not None]
+    if not low:
+        return None
+    both_low = len(low) == 2
+    return Found("dtype-choice", node, Effect(params=low[0], conditional=not both_low),
+                 "a dtype chosen by a condition")
+
+
+_LAST: list = [None, []]  # (tree, its sources): files are checked one at a time per process
+
+
+def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Found]:
+    """Every precision source of ``module``, in source order (one walk of the fields, no visitor;
+    remembered for the last tree, as several rules and the flow ask)."""
+    if _LAST[0] is not module:
+        _LAST[:] = [module, _find(module, names if names is not None else ImportTable.from_module(module))]
+    return _LAST[1]
+
+
+def _find(module: cst.Module, names: ImportTable) -> list[Found]:
+    found: list[Found] = []
+    for node in walk(module, into_definitions=True):
+        kind = type(node)
+        if kind is cst.Call:
+            found.extend(_catalog_matches(names, node))
+            flag = _flag(node)
+            if flag is not None:
+                found.append(flag)
+        elif kind is cst.Dict or kind is cst.IfExp:
+            match = _deepspeed(node) if kind is cst.Dict else _dtype_choice(node)
+            if match is not None:
+                found.append(match)
+    return found
+
+
+def autocast_wrapping(found: list[Found], framework: str) -> str | None:
+    """The autocast dtype a framework's sources wrap forward passes in (None: none or mixed)."""
+    dtypes = {f.effect.autocast for f in found if f.framework == framework and f.effect.autocast}
+    return next(iter(dtypes)) if len(dtypes) == 1 else None
