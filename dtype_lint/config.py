@@ -33,6 +33,9 @@ class Settings:
     output_format: str = "text"
     # The transformers release the project targets ("4.56"); gates fixes such as DTL601's.
     target_transformers: str | None = None
+    # The Python the checked code is written for ("3.12"): newer syntax than the running
+    # interpreter's is then judged by libcst's grammar, not reported as DTL001.
+    target_version: str = "3.13"
     # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
     root: str = "."
     config_path: str | None = None
@@ -133,9 +136,9 @@ def _output_format(value: Any, source: str) -> str:
     return value
 
 
-def _version(value: Any, source: str) -> str:
+def _version(value: Any, source: str, key: str = "target-transformers", example: str = "4.56") -> str:
     if not isinstance(value, str) or not re.fullmatch(r"\d+(\.\d+)*", value):
-        raise UsageError(f"{source}: 'target-transformers' must be a version such as \"4.56\"")
+        raise UsageError(f"{source}: '{key}' must be a version such as \"{example}\"")
     return value
 
 
@@ -148,6 +151,7 @@ _KEYS = {
     "min-confidence": lambda v, s: {"min_confidence": _confidence(v, s)},
     "output-format": lambda v, s: {"output_format": _output_format(v, s)},
     "target-transformers": lambda v, s: {"target_transformers": _version(v, s)},
+    "target-version": lambda v, s: {"target_version": _version(v, s, "target-version", "3.12")},
 }
 
 
