@@ -31,11 +31,10 @@ def in_old_torch_fallback(ctx: FileContext, node: cst.CSTNode) -> bool:
     child = node
     parent = ctx.parent(child)
     while parent is not None:
-        if isinstance(parent, cst.IfExp) and _is_version_test(ctx, parent.test):
-            if child is parent.orelse or (child is parent.body and _is_older_than(ctx, parent.test)):
-                return True
-        if isinstance(parent, cst.If) and _is_version_test(ctx, parent.test):
-            if child is parent.orelse or (child is parent.body and _is_older_than(ctx, parent.test)):
+        if isinstance(parent, (cst.IfExp, cst.If)) and _is_version_test(ctx, parent.test):
+            # The old-torch side: the body of `version < X`, the else of `version >= X`.
+            old_side = parent.body if _is_older_than(ctx, parent.test) else parent.orelse
+            if child is old_side:
                 return True
         if isinstance(parent, cst.ExceptHandler) and parent.type is not None:
             if _FALLBACK_ERRORS.search(ctx.code_for(parent.type)):
