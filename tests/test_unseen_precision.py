@@ -63,3 +63,14 @@ else:
 def test_old_torch_fallbacks_are_not_deprecated_use():
     # Only the last one, on the new-torch side of the version test, is reported.
     assert _findings(FALLBACKS, "DTL201") == [("DTL201", 11, Confidence.HIGH)]
+
+
+# Cause 7: a hard-coded bf16 load is a deliberate choice far more often than an oversight (torchao's
+# scripts, lerobot's VLM): low. A bf16 trainer without a check stays at the default level.
+BF16_LOAD = 'import torch\nfrom transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained("x", dtype=torch.bfloat16, device_map="cuda")\n'
+BF16_TRAINER = 'from transformers import TrainingArguments\nargs = TrainingArguments("out", bf16=True)\n'
+
+
+def test_bf16_load_without_check_is_low_but_bf16_training_is_not():
+    assert _findings(BF16_LOAD, "DTL203") == [("DTL203", 3, Confidence.LOW)]
+    assert _findings(BF16_TRAINER, "DTL203") == [("DTL203", 2, Confidence.MEDIUM)]
