@@ -74,6 +74,11 @@ def _python_parse(text: str, path: str) -> tuple[ast.Module | None, tuple[str, i
         return None, (f"cannot parse: {type(error).__name__}", 1, 1)
 
 
+# What an older CPython says of PEP 695 (`type X[T] = ...`, `def f[T](...)`). Other syntax errors
+# (nesting limits, huge literals) stay CPython's verdict: libcst would crash on those files.
+NEWER_SYNTAX_ERRORS = ("syntax error: invalid syntax", "syntax error: expected '('")
+
+
 def _newer_than_interpreter(target_version: str) -> bool:
     """Whether the code's target Python is newer than the one running the check."""
     target = tuple(int(part) for part in target_version.split(".")[:2])
@@ -141,7 +146,7 @@ def check_text(
     findings: list[Finding] = []
     tree, problem = _python_parse(text, path)
     python_problem = None
-    if tree is None and _newer_than_interpreter(settings.target_version) and problem[0].startswith("syntax error"):
+    if tree is None and _newer_than_interpreter(settings.target_version) and problem[0] in NEWER_SYNTAX_ERRORS:
         # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
         # below, and a file it rejects too gets CPython's (clearer) message.
         python_problem, problem = problem, None
