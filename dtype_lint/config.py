@@ -39,6 +39,9 @@ class Settings:
     target_transformers: str | None = None
     # The oldest torch the project supports ("2.4"); gates fixes to APIs newer torch added (DTL701).
     target_torch: str | None = None
+    # The Python the checked code is written for ("3.12"): newer syntax than the running
+    # interpreter's is then judged by libcst's grammar, not reported as DTL001.
+    target_version: str = "3.13"
     # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
     root: str = "."
     config_path: str | None = None
@@ -184,6 +187,7 @@ _KEYS = {
     "target-transformers": lambda v, s: {"target_transformers": _version("target-transformers", "4.56")(v, s)},
     "target-torch": lambda v, s: {"target_torch": _version("target-torch", "2.4")(v, s)},
     "baseline": lambda v, s: {"baseline": _baseline_path(v, s)},
+    "target-version": lambda v, s: {"target_version": _version("target-version", "3.12")(v, s)},
 }
 
 

@@ -74,6 +74,17 @@ def _python_parse(text: str, path: str) -> tuple[ast.Module | None, tuple[str, i
         return None, (f"cannot parse: {type(error).__name__}", 1, 1)
 
 
+# What an older CPython says of PEP 695 (`type X[T] = ...`, `def f[T](...)`). Other syntax errors
+# (nesting limits, huge literals) stay CPython's verdict: libcst would crash on those files.
+NEWER_SYNTAX_ERRORS = ("syntax error: invalid syntax", "syntax error: expected '('")
+
+
+def _newer_than_interpreter(target_version: str) -> bool:
+    """Whether the code's target Python is newer than the one running the check."""
+    target = tuple(int(part) for part in target_version.split(".")[:2])
+    return target > sys.version_info[:2]
+
+
 def _too_deep_for_libcst(tree: ast.Module, text: str) -> tuple[str, int, int] | None:
     """libcst's native parser overflows the C stack on very deeply nested expressions, which kills
     the process instead of raising: such files are refused before libcst sees them."""
@@ -134,6 +145,11 @@ def check_text(
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
     tree, problem = _python_parse(text, path)
+    python_problem = None
+    if tree is None and _newer_than_interpreter(settings.target_version) and problem[0] in NEWER_SYNTAX_ERRORS:
+        # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
+        # below, and a file it rejects too gets CPython's (clearer) message.
+        python_problem, problem = problem, None
     if tree is not None:
         if prefilter:
             rules = rules_for(code_words(tree), rules)
@@ -148,7 +164,8 @@ def check_text(
         module = parse_module(text)
     except cst.ParserSyntaxError as error:
         if want_parse_errors:
-            findings.append(_parse_error(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1))
+            libcst_problem = (f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
+            findings.append(_parse_error(path, *(python_problem or libcst_problem)))
         return _finish(path, text, findings, [], settings)
     except (RecursionError, MemoryError, ValueError, Exception) as error:  # noqa: BLE001 - native parser errors
         if want_parse_errors:

@@ -440,14 +440,20 @@ def load_program(raw: str) -> NotebookProgram:
             name = lines[first_code].lstrip()[2:].split(maxsplit=1)
             whole_cell_magic = not name or name[0] not in PYTHON_BODY_CELL_MAGICS
         starts = _statement_starts(lines)
+        magic_indent: str | None = None  # set while a ``!cmd \`` line continues on the next
         for index, line in enumerate(lines):
             if whole_cell_magic and line.strip():
                 converted = placeholder(line, "")
+            elif magic_indent is not None:
+                converted = placeholder(line, magic_indent)
             elif starts[index] and line.strip() and is_ipython_line(line):
                 indent = line[: len(line) - len(line.lstrip())]
                 converted = placeholder(line, indent if not line.lstrip().startswith("%%") else "")
+                magic_indent = indent
             else:
                 converted = line
+            if converted is line or not line.rstrip().endswith("\\"):
+                magic_indent = None
             program_lines.append(converted)
             origins.append((cell.number, index + 1))
     text = "\n".join(program_lines) + "\n" if program_lines else ""

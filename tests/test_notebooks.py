@@ -86,6 +86,18 @@ def test_ipython_syntax_is_skipped_safely(tmp_path):
     assert json_findings(tmp_path, "nb.ipynb", content) == [("DTL201", 3, 7, 5), ("DTL201", 4, 2, 10)]
 
 
+def test_shell_command_continued_with_backslash_is_skipped(tmp_path):
+    # Issue 14: `!pip install ... \` continues on indented lines, which are shell too: they used
+    # to stay in the program and give a spurious DTL001 "unexpected indent".
+    content = notebook(
+        cell(["!pip install -q \\\n", "    accelerate \\\n", "    peft\n", "import torch\n",
+              "scaler = torch.cuda.amp.GradScaler()\n", "x = (1 +\\\n", "  2)\n"]),
+    )
+    assert json_findings(tmp_path, "nb.ipynb", content) == [("DTL201", 1, 5, 10)]
+    program = load_program(content)
+    assert program.rebuild(program.text) == content
+
+
 def test_ipython_line_detection():
     assert is_ipython_line("%timeit f()") and is_ipython_line("  !ls") and is_ipython_line("model.forward??")
     assert is_ipython_line("out = %time f()") and is_ipython_line("a, b = !cat x")

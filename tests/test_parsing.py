@@ -32,3 +32,32 @@ def test_validation_is_back_on_afterwards_even_after_an_error():
     parse_module("x = 1\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+# Issue 14: PEP 695 code (3.12) got a spurious DTL001 because the syntax check used the running
+# interpreter's parser. With a target version, newer syntax is judged by libcst's grammar.
+PEP_695 = "import torch\ntype Pair[T] = tuple[T, T]\ndef first[T](x: T) -> T:\n    return torch.zeros(1).cuda().half()\n"
+
+
+def _codes(text: str, settings) -> list[str]:
+    from dtype_lint.engine import check_text
+
+    return [finding.code for finding in check_text(text, "m.py", settings).findings]
+
+
+def test_newer_syntax_is_accepted_up_to_the_target_version():
+    import sys
+
+    from dtype_lint.config import Settings
+
+    assert "DTL001" not in _codes(PEP_695, Settings(target_version="3.13"))
+    if sys.version_info < (3, 12):  # this interpreter's own parser refuses it
+        assert _codes(PEP_695, Settings(target_version="3.11")) == ["DTL001"]
+
+
+def test_real_syntax_errors_keep_cpythons_message():
+    from dtype_lint.config import Settings
+    from dtype_lint.engine import check_text
+
+    report = check_text("def broken(:\n    pass\n", "m.py", Settings())
+    assert [(f.code, f.message) for f in report.findings] == [("DTL001", "Cannot check this file: syntax error: invalid syntax")]

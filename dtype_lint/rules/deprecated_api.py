@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts.torch_version import in_old_torch_fallback
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -37,6 +38,9 @@ class DeprecatedAmpApi(Rule):
     Since torch 2.4 these spellings emit a `FutureWarning` on every call ("`torch.cuda.amp.autocast(
     args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.") and are
     slated for removal. The device-generic `torch.amp` API (torch >= 2.3) is the supported one.
+    Old-torch fallbacks are not reported: the `else` of a torch-version test, the body of a
+    `version < X` test, or an `except (AttributeError, TypeError, ImportError)` after trying
+    `torch.amp` (there the old spelling is what an old torch needs).
 
     ## Example
     ```python
@@ -72,6 +76,10 @@ class DeprecatedAmpApi(Rule):
     )
     valid = (
         "import torch\nwith torch.amp.autocast('cuda'):\n    pass\n",
+        # Old-torch fallbacks (issue 14): the deprecated spelling only where the new API is missing.
+        "import torch\ns = torch.amp.GradScaler('cuda') if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()\n",
+        "import torch\ntry:\n    s = torch.amp.GradScaler(device='cuda')\nexcept (AttributeError, TypeError):\n    s = torch.cuda.amp.GradScaler()\n",
+        "import torch\nif version.parse(torch.__version__) < version.parse('1.10'):\n    ctx = torch.cuda.amp.autocast()\n",
         "import torch\nscaler = torch.amp.GradScaler('cuda')\n",
         "from torch import autocast\nwith autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
         "from apex import amp\nmodel, opt = amp.initialize(model, opt)\n",
@@ -96,6 +104,8 @@ class DeprecatedAmpApi(Rule):
         Invalid("from torch.cuda.amp import GradScaler\nscaler = GradScaler(enabled=use_amp)\n"),
         # passed around as a value (timm's train script, issue #13 item 4)
         Invalid("import contextlib\nimport torch\nctx = torch.cuda.amp.autocast if amp else contextlib.nullcontext\n"),
+        # The newer-torch branch of a version test is no fallback.
+        Invalid("import torch\nif TORCH_VERSION >= (2, 4):\n    s = torch.cuda.amp.GradScaler()\n"),
     )
 
     def __init__(self, ctx) -> None:
@@ -115,6 +125,8 @@ class DeprecatedAmpApi(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         found = self._deprecated(node.func)
         if found is None:
+            return
+        if in_old_torch_fallback(self.ctx, node):
             return
         qualified, device, name = found
         message = f"`{qualified}` is deprecated; use `torch.amp.{name}(\"{device}\", ...)`"
@@ -168,7 +180,7 @@ class DeprecatedAmpApi(Rule):
         if isinstance(node.decorator, cst.Call):
             return
         found = self._deprecated(node.decorator)
-        if found is None:
+        if found is None or in_old_torch_fallback(self.ctx, node):
             return
         qualified, device, name = found
         torch = self._torch_spelling()

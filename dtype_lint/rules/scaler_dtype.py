@@ -60,6 +60,8 @@ class ScalerWithBf16(Rule):
     `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
     so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
     `precision="bf16-mixed"`).
+    A config-driven dtype with a scaler built only under a condition (often the same flag that
+    picks float16) is low confidence: the rule does not relate the two conditions.
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
@@ -200,6 +202,13 @@ class ScalerWithBf16(Rule):
                 return source
         return None
 
+    def _built_conditionally(self, scaler: cst.Call) -> bool:
+        branch = self.ctx.enclosing(scaler, cst.If, cst.IfExp)
+        if branch is None:
+            return False
+        scope = self.ctx.enclosing(scaler, cst.FunctionDef, cst.ClassDef)
+        return scope is None or self.ctx.enclosing(branch, cst.FunctionDef, cst.ClassDef) is scope
+
     def _scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.ctx.enclosing(node, cst.ClassDef) or self.ctx.enclosing(node, cst.FunctionDef)
 
@@ -214,12 +223,15 @@ class ScalerWithBf16(Rule):
                 f" ({source}): bf16 gradients need no loss scaling and CUDA cannot unscale them;"
                 " enable the scaler only for float16"
             )
-            self.report(
-                scaler,
-                message,
-                confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
-                fix=self._fix(facts, scaler, known),
-            )
+            if certain:
+                confidence = Confidence.HIGH
+            elif self._built_conditionally(scaler):
+                # The condition that builds the scaler is often the flag that picks float16 over
+                # bfloat16 (`if precision == "16-mixed"`): without relating the two, a heuristic.
+                confidence = Confidence.LOW
+            else:
+                confidence = Confidence.MEDIUM
+            self.report(scaler, message, confidence=confidence, fix=self._fix(facts, scaler, known))
             return
         if regions:
             return
