@@ -115,13 +115,30 @@ class Fp32ModelLowpInput(Rule):
             self.report(arg.value, message, confidence=confidence, fix=fix)
             return
 
-    def _wrapped(self, module_node: cst.BaseExpression, depth: int = 0) -> bool:
+    def _wrapped(self, module_node: cst.BaseExpression) -> bool:
         """The model went through a wrapper that runs its forward under autocast or casts its
         inputs: ``accelerator.prepare(model)`` with mixed precision, ``unwrap_model(model,
-        keep_fp32_wrapper=True)``, ``deepspeed.initialize``."""
-        text = dotted_name(module_node)
-        if text is None or depth > 4:
-            return False
+        keep_fp32_wrapper=True)``, ``deepspeed.initialize``. Breadth-first over the names the
+        model was assigned from, each name once: following every assignment of every name
+        again at each level is exponential in files that reassign one name many times."""
+        assignments = training_facts(self.ctx).assignments
+        seen: set[str] = set()
+        names = [dotted_name(module_node)]
+        for _ in range(5):
+            sources: list[str | None] = []
+            for name in names:
+                if name is None or name in seen:
+                    continue
+                seen.add(name)
+                for _, value in assignments.get(name, []):
+                    if not isinstance(value, cst.Call):
+                        continue
+                    if (dotted_name(value.func) or "").rsplit(".", 1)[-1] in WRAPPERS:
+                        return True
+                    if value.args:
+                        sources.append(dotted_name(value.args[0].value))
+            names = sources
+        return False
         for _, value in training_facts(self.ctx).assignments.get(text, []):
             if isinstance(value, cst.Call):
                 called = dotted_name(value.func) or ""
