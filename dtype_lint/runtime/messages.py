@@ -69,18 +69,6 @@ FAMILIES: tuple[Family, ...] = (
     Family("fsdp-dtype", "m22", (r"Must flatten tensors with uniform dtype",), ("DTL704",)),
     Family("numpy-bf16", "m23", (r"unsupported ScalarType BFloat16",), ("DTL604",)),
     Family(
-        "lowp-unsupported-op",
-        "DTL509",
-        (
-            r"not implemented for '(Half|BFloat16|ComplexHalf)'",
-            r"Unsupported dtype (Half|BFloat16)",
-            r"Low precision dtypes not supported",
-            r"must be either float or double dtype",
-            r"doesn't support tensors of type: (Half|BFloat16)",
-        ),
-        ("DTL509",),
-    ),
-    Family(
         "int-dtype",
         "m8",
         (
@@ -109,17 +97,19 @@ FAMILIES: tuple[Family, ...] = (
         ("DTL104",) + MISMATCH_CODES,
     ),
     # An op with no kernel (or no support) for float16/bfloat16: a model, input or default dtype made
-    # low precision reached it.
+    # low precision reached it (DTL509 names the op itself).
     Family(
         "lowp-unsupported",
         "m24",
         (
-            r"not implemented for '(Half|BFloat16)'",
+            r"not implemented for '(Half|BFloat16|ComplexHalf)'",
             r"Low precision dtypes not supported",
             r"Unsupported dtype (Half|BFloat16)",
             r"does not support (half|bfloat16|Half|BFloat16)",
+            r"must be either float or double dtype",
+            r"doesn't support tensors of type: (Half|BFloat16)",
         ),
-        ("DTL101", "DTL102", "DTL401", "DTL503", "DTL702"),
+        ("DTL509", "DTL101", "DTL102", "DTL401", "DTL503", "DTL702"),
     ),
     Family(
         "dtype-mismatch",
