@@ -111,10 +111,13 @@ def test_the_simulation_behaves_as_a_driverless_cuda_build(runs):
 def test_fp16_input_into_fp32_conv_is_shown_and_exits_1(runs):
     result = runs["conv"]
     report = _json(result)
-    [row] = report["runtime_only"]
-    assert (row["name"], row["line"]) == ("dtype-mismatch", 7)
-    assert "Input type (c10::Half) and bias type (float)" in row["message"]
-    assert "DTL101" in row["related_codes"]
+    # DTL108 (float32 model, half input) finds the line statically; the crash is its evidence.
+    [finding] = report["findings"]
+    assert (finding["code"], finding["line"], finding["verdict"]) == ("DTL108", 7, "confirmed")
+    [evidence] = finding["evidence"]
+    assert evidence["what"] == "dtype-mismatch"
+    assert "Input type (c10::Half) and bias type (float)" in evidence["message"]
+    assert report["runtime_only"] == []
     assert result.returncode == 1
 
 
