@@ -337,6 +337,25 @@ FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full", "tenso
 COMBINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "add", "mul", "sub"})
 
 
+def combined_operands(ctx, node: cst.Call) -> list[cst.BaseExpression] | None:
+    """The tensors a combining call (``torch.cat([a, b])``, ``torch.where(c, a, b)``, ``a.add(b)``)
+    puts into one result; None for any other call."""
+    shape = call_shape(ctx, node)
+    if shape is None or shape.qualified is None or shape.name not in COMBINERS:
+        return None
+    operands: list[cst.BaseExpression] = []
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
+            continue
+        if isinstance(arg.value, (cst.List, cst.Tuple)):
+            operands.extend(element.value for element in arg.value.elements)
+        else:
+            operands.append(arg.value)
+    if shape.name == "where" and operands:
+        operands = operands[1:]  # the condition is bool: it takes no part in the result's dtype
+    return operands
+
+
 class FactoryDefaultDtype(Rule):
     """## What it does
     Flags a float32 tensor that comes from a factory called without `dtype=` (`torch.zeros`,
@@ -407,20 +426,9 @@ class FactoryDefaultDtype(Rule):
             self._combine(node, [node.left, node.right])
 
     def visit_Call(self, node: cst.Call) -> None:
-        shape = call_shape(self.ctx, node)
-        if shape is None or shape.qualified is None or shape.name not in COMBINERS:
-            return
-        operands: list[cst.BaseExpression] = []
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
-                continue
-            if isinstance(arg.value, (cst.List, cst.Tuple)):
-                operands.extend(element.value for element in arg.value.elements)
-            else:
-                operands.append(arg.value)
-        if shape.name == "where" and operands:
-            operands = operands[1:]
-        self._combine(node, operands)
+        operands = combined_operands(self.ctx, node)
+        if operands is not None:
+            self._combine(node, operands)
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         values = [(operand, self.ctx.flow.value_of(operand)) for operand in operands]

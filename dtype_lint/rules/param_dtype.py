@@ -16,7 +16,7 @@ from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape,
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.numerics_ops import COMBINERS, FACTORIES, _is_float_literal, _zero_dim
+from dtype_lint.rules.numerics_ops import FACTORIES, _is_float_literal, _zero_dim, combined_operands
 
 # A float16/bfloat16 spelling anywhere in the file: the file runs something in low precision.
 _LOWP_WORDS = ("float16", "bfloat16", "half", "fp16", "bf16", "autocast")
@@ -93,20 +93,9 @@ class DtypeAgnosticFactory(Rule):
             self._combine(node, [node.left, node.right])
 
     def visit_Call(self, node: cst.Call) -> None:
-        shape = call_shape(self.ctx, node)
-        if shape is None or shape.qualified is None or shape.name not in COMBINERS:
-            return
-        operands: list[cst.BaseExpression] = []
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
-                continue
-            if isinstance(arg.value, (cst.List, cst.Tuple)):
-                operands.extend(element.value for element in arg.value.elements)
-            else:
-                operands.append(arg.value)
-        if shape.name == "where" and operands:
-            operands = operands[1:]
-        self._combine(node, operands)
+        operands = combined_operands(self.ctx, node)
+        if operands is not None:
+            self._combine(node, operands)
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         function = self.ctx.enclosing(node, cst.FunctionDef)
