@@ -107,9 +107,12 @@ class Cache:
             lines = entry["lines"]
             if lines is not None and not (isinstance(lines, list) and all(isinstance(x, str) for x in lines)):
                 return None
+            summary = entry.get("summary")
+            if summary is not None and not isinstance(summary, dict):
+                return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines)
+        return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines, summary=summary)
 
     def store(self, display_path: str, data: bytes, report) -> None:
         """Record a report; reports with internal errors are not cached (they are retried)."""
@@ -119,8 +122,33 @@ class Cache:
             "key": self._key(display_path, data),
             "findings": [_finding_to_json(finding) for finding in report.findings],
             "lines": report.lines,
+            "summary": report.summary,
         }
-        target = self._entry_path(display_path)
+        self._write(self._entry_path(display_path), entry)
+
+    # -- the project pass's entries: one file's findings under its precision worlds ----------------
+    def _world_path(self, display_path: str, world_key: str) -> str:
+        return self._entry_path(f"{display_path}\0worlds\0{world_key}")
+
+    def load_world(self, display_path: str, data: bytes, world_key: str) -> list[Finding] | None:
+        """The findings cached for these bytes checked under the worlds ``world_key`` names."""
+        try:
+            with open(self._world_path(display_path, world_key), encoding="utf-8") as handle:
+                entry = json.load(handle)
+            if entry["key"] != self._key(display_path, data) + ":" + world_key:
+                return None
+            return [_finding_from_json(item) for item in entry["findings"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def store_world(self, display_path: str, data: bytes, world_key: str, findings: list[Finding]) -> None:
+        entry = {
+            "key": self._key(display_path, data) + ":" + world_key,
+            "findings": [_finding_to_json(finding) for finding in findings],
+        }
+        self._write(self._world_path(display_path, world_key), entry)
+
+    def _write(self, target: str, entry: dict) -> None:
         try:
             _prepare(self.directory)
             os.makedirs(os.path.dirname(target), exist_ok=True)

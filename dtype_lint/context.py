@@ -27,6 +27,9 @@ class FileContext:
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self.wrapper.module
         self.names = ImportTable.from_module(self.module)
+        # class name -> ClassWorld: the precision the project pass found each class cast to
+        # elsewhere (dtype_lint/project/); None in a plain, file-local check.
+        self.worlds = None
         # Maintained by the runner during the traversal: the nodes above the current one.
         self.ancestors: list[cst.CSTNode] = []
 

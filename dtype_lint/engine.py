@@ -35,6 +35,8 @@ class FileReport:
     internal_errors: list[str] = dataclasses.field(default_factory=list)
     # The file's lines, kept only when there is something to show.
     lines: list[str] | None = None
+    # The project pass's summary of the file (dtype_lint/project/summary.py), when asked for.
+    summary: dict | None = None
 
 
 def _parse_error(path: str, reason: str, line: int, column: int) -> Finding:
@@ -135,9 +137,22 @@ def _depth_exceeds(node: ast.AST, limit: int) -> bool:
 
 
 def check_text(
-    text: str, path: str, settings: Settings, *, prefilter: bool = True, use_noqa: bool = True
+    text: str, path: str, settings: Settings, *, prefilter: bool = True, use_noqa: bool = True,
+    summarize: bool = False, worlds: dict | None = None,
 ) -> FileReport:
-    """Check one file's text. Never raises for anything the file contains."""
+    """Check one file's text. Never raises for anything the file contains. ``summarize``: attach
+    the project pass's summary of the file; ``worlds``: check its classes under these precision
+    worlds (see dtype_lint/project/)."""
+    parsed: list = []
+    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed)
+    if summarize:
+        from dtype_lint.project.summary import summarize_tree
+
+        report.summary = summarize_tree(parsed[0] if parsed else None, text)
+    return report
+
+
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed: list) -> FileReport:
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
@@ -145,6 +160,7 @@ def check_text(
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
     tree, problem = _python_parse(text, path)
+    parsed.append(tree)
     python_problem = None
     if tree is None and _newer_than_interpreter(settings.target_version) and problem[0] in NEWER_SYNTAX_ERRORS:
         # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
@@ -173,6 +189,7 @@ def check_text(
         return _finish(path, text, findings, [], settings)
     try:
         ctx = FileContext(path, text, module, settings)
+        ctx.worlds = worlds
         reported, failed = run_rules(ctx, rules)
     except RecursionError:
         failed = {"": "RecursionError"}
@@ -202,7 +219,9 @@ def _finish(path: str, text: str, findings: list[Finding], errors: list[str], se
     )
 
 
-def check_bytes(data: bytes, path: str, settings: Settings, *, prefilter: bool = True) -> FileReport:
+def check_bytes(
+    data: bytes, path: str, settings: Settings, *, prefilter: bool = True, summarize: bool = False
+) -> FileReport:
     if path.endswith(".ipynb"):  # files and stdin (--stdin-filename x.ipynb) alike
         from dtype_lint.notebook import check_notebook
 
@@ -214,11 +233,12 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, prefilter: bool =
         if settings.is_selected(PARSE_ERROR, path):
             findings.append(_parse_error(path, problem.reason, problem.line, problem.column))
         return FileReport(path=path, findings=findings)
-    return check_text(source.text, path, settings, prefilter=prefilter)
+    return check_text(source.text, path, settings, prefilter=prefilter, summarize=summarize)
 
 
 def check_file(
-    display_path: str, fs_path: str, settings: Settings, prefilter: bool = True, cache: "Cache | None" = None
+    display_path: str, fs_path: str, settings: Settings, prefilter: bool = True, cache: "Cache | None" = None,
+    summarize: bool = False,
 ) -> FileReport:
     try:
         with open(fs_path, "rb") as handle:
@@ -230,9 +250,9 @@ def check_file(
         cache = cache.for_settings(settings)
     try:
         cached = cache.load(display_path, data) if cache is not None else None
-        if cached is not None:
+        if cached is not None and (cached.summary is not None or not summarize or display_path.endswith(".ipynb")):
             return cached
-        report = check_bytes(data, display_path, settings, prefilter=prefilter)
+        report = check_bytes(data, display_path, settings, prefilter=prefilter, summarize=summarize)
         if cache is not None:
             cache.store(display_path, data, report)
         return report
@@ -260,16 +280,28 @@ def check_files(
     prefilter: bool = True,
     cache: "Cache | None" = None,
     settings_for: "Callable[[str], Settings] | None" = None,
+    project: bool = False,
 ) -> list[FileReport]:
     """Reports for ``(display_path, fs_path)`` pairs, in the order given (``cache``: see cache.py).
-    ``settings_for``: each file's own settings (hierarchical config); else ``settings`` for all."""
+    ``settings_for``: each file's own settings (hierarchical config); else ``settings`` for all.
+    ``project``: analyse the files as one program (dtype_lint/project/): the classes of one file
+    are also checked under the precisions other files cast them to."""
     jobs = jobs or default_jobs()
     work = [
-        (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache)
+        (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache, project)
         for display, fs_path in files
     ]
+    reports = _run_pool(_check_file_args, work, jobs)
+    if project:
+        from dtype_lint.project.recheck import apply_worlds
+
+        reports = apply_worlds(reports, work, jobs)
+    return reports
+
+
+def _run_pool(function, work: list, jobs: int) -> list:
     if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
-        return [_check_file_args(item) for item in work]
+        return [function(item) for item in work]
     # Imported here: a pre-commit-sized run never starts a pool and need not pay for the import.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -277,4 +309,4 @@ def check_files(
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         chunk = max(1, len(work) // (jobs * 8))
-        return list(pool.map(_check_file_args, work, chunksize=chunk))
+        return list(pool.map(function, work, chunksize=chunk))

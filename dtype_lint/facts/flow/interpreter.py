@@ -23,6 +23,7 @@ from dtype_lint.facts.flow.values import (
     Origin, Value, join, make, promote,
 )
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.project.seeding import world_tensor_parameter, world_values
 from dtype_lint.facts.training import child_nodes
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
@@ -252,6 +253,12 @@ class Interpreter:
                 attr = key[5:]
                 if attr in current.cls.attrs and "." not in attr:
                     value = current.cls.attrs[attr]
+                    if value is not None and current.cls.is_module and value.kind == TENSOR and value.role == "param" \
+                            and self._world_of(current.cls) is not None:
+                        # under a precision world, the module's parameters have the world's dtype
+                        owner = current.env.get("self")
+                        if owner is not None and owner.kind == MODULE and owner.dtypes:
+                            value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
                     if value is not None and current.cls.is_module and value.kind == MODULE:
                         # A whole-model cast changes submodules: they have the dtype of the
                         # instance this method runs on when the caller's is known, else unknown.
@@ -649,8 +656,19 @@ class Interpreter:
             self_value = self._instance(cls, None)
             if cls.is_module:
                 self_value = self_value.replace(dtypes=frozenset(), origins=())
+            world = self._world_of(cls)
+            if world is not None:
+                # a precision world of the project pass: the class is cast elsewhere (see project/)
+                self_value, tensor = world_values(world, info.node, self.origin, cls.name)
+                for param in params[1:]:
+                    if world_tensor_parameter(param):
+                        bound[param.name.value] = (tensor, None, {})
             bound[params[0].name.value] = (self_value, None, {})
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
+
+    def _world_of(self, cls: ClassInfo):
+        worlds = getattr(self.ctx, "worlds", None)
+        return worlds.get(cls.name) if worlds and cls.is_module else None
 
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
         """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""

@@ -1,0 +1,141 @@
+"""The project pass in the check pipeline: summaries -> worlds -> files re-checked under them.
+
+After every file has been checked on its own (each report carrying its summary), the summaries
+are joined (``worlds.py``); each file that defines a class some other unit casts to low precision
+is checked once more with those worlds seeded into its dtype flow (``seeding.py``). What that
+second check finds beyond the first, from the rules that judge numerics and dtype mismatches,
+and inside a class that has a world, is added to the file's report, its message naming the world.
+Results are cached per file under a key of its bytes and its worlds: editing a file re-checks
+it, and the files whose worlds its edit changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.project.seeding import ClassWorld
+from dtype_lint.project.worlds import World, project_worlds
+
+# Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
+WORLD_RULES = frozenset({
+    "DTL101", "DTL107", "DTL501", "DTL502", "DTL503", "DTL504", "DTL506", "DTL508", "DTL509",
+})
+# DTL503 ops a half model runs in float16 by design (torch's kernels accumulate them in float32):
+# only the overflowing ones (exp, pow, var, norm, prod) are reported under a world.
+BY_DESIGN_OPS = ("softmax", "log_softmax", "cumsum", "cumprod")
+LOW_ORDER = ("fp16", "bf16")  # float16 first: it overflows, so it is the riskier world
+
+
+def class_world(worlds: list[World]) -> ClassWorld:
+    """One world to check a class under: float16 if any world is, described by its first cast."""
+    dtype = next(d for d in LOW_ORDER if any(w.dtype == d for w in worlds))
+    chosen = [w for w in worlds if w.dtype == dtype]
+    certain = all(w.dtype == dtype and not w.conditional for w in worlds)
+    first = chosen[0]
+    more = len({(w.path, w.line) for w in worlds}) - 1
+    description = first.describe() + (f" and {more} other cast{'s' if more > 1 else ''}" if more else "")
+    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=f"{first.path}:{first.line}")
+
+
+def apply_worlds(reports: list, work: list, jobs: int) -> list:
+    """``reports`` with the findings of each file's classes under their project worlds added."""
+    from dtype_lint.engine import _run_pool
+
+    summaries = {report.path: report.summary for report in reports if report.summary}
+    by_file = project_worlds(summaries)
+    if not by_file:
+        return reports
+    tasks = []
+    for index, report in enumerate(reports):
+        worlds = by_file.get(report.path)
+        if not worlds or report.internal_errors:
+            continue
+        display, fs_path, settings, _, cache, _ = work[index]
+        class_worlds = {name: class_world(found) for name, found in sorted(worlds.items())}
+        ranges = {name: report.summary["classes"][name] for name in class_worlds if name in report.summary["classes"]}
+        plain = sorted({(f.code, f.line, f.column) for f in report.findings})
+        tasks.append((index, display, fs_path, settings, cache, class_worlds, ranges, plain))
+    results = _run_pool(_recheck, tasks, jobs)
+    reports = list(reports)
+    for task, (added, errors, lines) in zip(tasks, results):
+        index = task[0]
+        report = reports[index]
+        if not added and not errors:
+            continue
+        reports[index] = dataclasses.replace(
+            report,
+            findings=sort_findings([*report.findings, *added]),
+            internal_errors=[*report.internal_errors, *errors],
+            lines=report.lines if report.lines is not None else lines,
+        )
+    return reports
+
+
+def _world_key(settings, class_worlds: dict, plain: list) -> str:
+    data = json.dumps(
+        [sorted((name, dataclasses.astuple(world)) for name, world in class_worlds.items()), plain,
+         int(settings.min_confidence)],
+        sort_keys=True,
+    )
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
+    """(findings added by the worlds, internal errors, the file's lines)."""
+    from dtype_lint.engine import check_text
+    from dtype_lint.source import UndecodableSource, decode
+
+    _, display, fs_path, settings, cache, class_worlds, ranges, plain = task
+    try:
+        with open(fs_path, "rb") as handle:
+            data = handle.read()
+        text = decode(data).text
+    except (OSError, UndecodableSource):
+        return [], [], None
+    if cache is not None:
+        cache = cache.for_settings(settings)
+        key = _world_key(settings, class_worlds, plain)
+        cached = cache.load_world(display, data, key)
+        if cached is not None:
+            return cached, [], text.splitlines() if cached else None
+    try:
+        report = check_text(text, display, settings, prefilter=False, worlds=class_worlds)
+    except Exception as error:  # noqa: BLE001 - reported, never a traceback
+        return [], [f"{display}: internal error in the project pass: {type(error).__name__}: {error}"], None
+    if report.internal_errors:
+        return [], report.internal_errors, None
+    known = {tuple(item) for item in plain}
+    added = []
+    for finding in report.findings:
+        if finding.code not in WORLD_RULES or (finding.code, finding.line, finding.column) in known:
+            continue
+        if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
+            continue
+        located = _enclosing(ranges, finding.line)
+        if located is None:
+            continue
+        name, method = located
+        world = class_worlds[name]
+        confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
+        if confidence < settings.min_confidence:
+            continue
+        where = f"{name}.{method}" if method else name
+        message = f"`{where}` runs in {world.description}: {finding.message}"
+        added.append(dataclasses.replace(finding, message=message, confidence=confidence))
+    if cache is not None:
+        cache.store_world(display, data, key, added)
+    return added, [], text.splitlines() if added else None
+
+
+def _enclosing(ranges: dict, line: int) -> tuple[str, str | None] | None:
+    """(class, method) whose lines hold ``line``."""
+    for name, info in sorted(ranges.items()):
+        if info["line"] <= line <= info["end"]:
+            for method, (start, end) in sorted(info["methods"].items()):
+                if start <= line <= end:
+                    return name, method
+            return name, None
+    return None

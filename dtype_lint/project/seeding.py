@@ -1,0 +1,69 @@
+"""How a precision world enters the per-file dtype flow.
+
+When the flow runs a method of a module class that the project pass found cast to low precision
+elsewhere (``ctx.worlds``), ``self`` is that low-precision module and the method's tensor
+parameters are low-precision tensors, as they are when the cast model runs: a half model's
+layers produce and pass half tensors. The values' origin names the cast (file, line, text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.flow.values import MODULE, TENSOR, Origin, make
+
+# Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
+NOT_ACTIVATIONS = re.compile(
+    r"(^|_)(ids?|idx|index|indices|labels?|targets?|positions?|pos|lengths?|lens|size|sizes|"
+    r"shape|dim|dims|height|width|num|n|step|steps|timesteps?|k|training|train|deterministic|return|use|is|has|"
+    r"output|verbose|kwargs|args)($|_)"
+)
+NOT_TENSOR_ANNOTATIONS = frozenset({"int", "bool", "str", "float", "list", "tuple", "dict", "Optional[int]",
+                                    "Optional[bool]"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassWorld:
+    """The world a class's methods are checked under: its dtype and how to say it."""
+
+    dtype: str
+    certain: bool  # every world of the class is this low dtype, unconditionally
+    description: str  # "float16 when `args.fp16` is true (train.py:11, `layer.half()`)"
+    cast: str  # "train.py:11"
+
+
+class WorldOrigin(Origin):
+    """An origin in another file (or another function): described by the world, not a line here."""
+
+    __slots__ = ("_words",)
+
+    def __init__(self, node: cst.CSTNode, resolve, words: str) -> None:
+        super().__init__(node, resolve)
+        self._words = words
+
+    def describe(self) -> str:
+        return self._words
+
+
+def world_values(world: ClassWorld, node: cst.CSTNode, origin_for, class_name: str):
+    """(``self``, a tensor parameter) as the world makes them."""
+    base = origin_for(node)
+    origin = WorldOrigin(node, base._resolve, f"the cast at {world.cast}")
+    module = make(MODULE, (world.dtype,), origin, info=class_name)
+    tensor = make(TENSOR, (world.dtype,), origin)
+    return module, tensor
+
+
+def world_tensor_parameter(param: cst.Param) -> bool:
+    """Whether a parameter of a method likely carries an activation (so the world's dtype)."""
+    if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        return False
+    if param.annotation is not None:
+        annotation = param.annotation.annotation
+        spelled = annotation.value if isinstance(annotation, cst.Name) else None
+        if spelled in NOT_TENSOR_ANNOTATIONS:
+            return False
+    return not NOT_ACTIVATIONS.search(param.name.value.lower())

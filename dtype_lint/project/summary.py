@@ -1,0 +1,339 @@
+"""One file's summary for the project pass: what it defines, imports and casts.
+
+Computed from CPython's ``ast`` tree (which the engine builds anyway, and which costs a fraction
+of the libcst parse), once per file, and cached with the file's findings. It holds plain JSON data
+and nothing that depends on another file: the project pass (``worlds.py``) joins the summaries.
+
+A *reference* is how the file spells what a value may hold: ``"EncoderLayer"`` (an instance
+made by calling it, or returned by a function of that name), ``"models.GPT"``, ``"param:model"``
+(a parameter of the enclosing function). ``refs`` of an expression are the names it may hold an
+instance of: ``Stage(96)``, ``nn.Sequential(Stage(96), Stage(96))`` (its contents too),
+``build_model(args)``, ``layer.half()``, ``self.model`` (the class's attribute).
+"""
+
+from __future__ import annotations
+
+import ast
+
+FORMAT = 1
+# Methods that return their receiver (a module) unchanged but for device or dtype.
+CHAIN_METHODS = frozenset({
+    "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
+    "type", "to_empty", "xpu", "mps",
+})
+LOW_CAST_METHODS = {"half": "fp16", "bfloat16": "bf16"}
+LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+MAX_REF_DEPTH = 6
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _low_spelling(node: ast.AST) -> str | None:
+    """``torch.float16`` / ``torch.half`` / ``"bfloat16"`` -> fp16 / bf16."""
+    if isinstance(node, ast.Attribute):
+        return LOW_SPELLINGS.get(node.attr)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return LOW_SPELLINGS.get(node.value)
+    return None
+
+
+class _Scope:
+    """Bindings of one function (or the module): name -> refs, flow-insensitive."""
+
+    def __init__(self, params: tuple[str, ...] = (), cls: str | None = None) -> None:
+        self.env: dict[str, set[str]] = {name: {f"param:{name}"} for name in params}
+        self.cls = cls
+        self.dtype_names: dict[str, set[str]] = {}  # name -> low dtypes some assignment gives it
+
+
+class Summarizer:
+    def __init__(self, tree: ast.Module, text: str) -> None:
+        self.tree = tree
+        self.text = text
+        self.imports: dict[str, list[str]] = {}
+        self.classes: dict[str, dict] = {}
+        self.functions: dict[str, dict] = {}
+        self.casts: list[dict] = []
+        # class -> attribute -> refs (``self.model = TinyUNet()`` in any method)
+        self.attrs: dict[str, dict[str, set[str]]] = {}
+        self.module_dtype_names: dict[str, set[str]] = {}
+
+    # -- entry ------------------------------------------------------------------------------------
+    def run(self) -> dict:
+        self._imports(self.tree.body, top=True)
+        module_scope = _Scope()
+        self._collect_dtype_names(self.tree, self.module_dtype_names)
+        for statement in self.tree.body:
+            if isinstance(statement, ast.ClassDef):
+                self._class(statement)
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(statement, None)
+        module_statements = [s for s in self.tree.body if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+        self._scope_body(module_statements, module_scope, owner=None)
+        return {
+            "format": FORMAT,
+            "imports": self.imports,
+            "classes": self.classes,
+            "functions": self.functions,
+            "casts": self.casts,
+        }
+
+    # -- imports ----------------------------------------------------------------------------------
+    def _imports(self, statements, top: bool) -> None:
+        for node in ast.walk(ast.Module(body=list(statements), type_ignores=[])):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self._bind(alias.asname, alias.name)
+                    else:
+                        self._bind(alias.name.split(".")[0], alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * (node.level or 0) + (node.module or "")
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    joined = f"{base}.{alias.name}" if base and not base.endswith(".") else f"{base}{alias.name}"
+                    self._bind(alias.asname or alias.name, joined)
+
+    def _bind(self, local: str, qualified: str) -> None:
+        targets = self.imports.setdefault(local, [])
+        if qualified not in targets:
+            targets.append(qualified)
+
+    # -- definitions ------------------------------------------------------------------------------
+    def _class(self, node: ast.ClassDef) -> None:
+        bases = [name for name in (_dotted(base) for base in node.bases) if name]
+        methods: dict[str, list[int]] = {}
+        self.attrs.setdefault(node.name, {})
+        # attributes first (``self.model = ...`` in __init__), so other methods see them
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                methods[item.name] = [item.lineno, item.end_lineno or item.lineno]
+        for _ in range(2):  # twice: an attribute assigned from another attribute
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self._function(item, node.name, record=False)
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(item, node.name)
+        contains = sorted({
+            name for name in (_dotted(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)) if name
+            and not name.startswith("self.") and name.split(".")[-1] not in CHAIN_METHODS
+        })
+        self.classes[node.name] = {
+            "line": node.lineno,
+            "end": node.end_lineno or node.lineno,
+            "bases": bases,
+            "methods": methods,
+            "contains": contains,
+            "attrs": {attr: sorted(refs) for attr, refs in sorted(self.attrs[node.name].items())},
+        }
+
+    def _function(self, node, cls: str | None, record: bool = True) -> None:
+        args = node.args
+        params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+        scope = _Scope(params, cls)
+        self._collect_dtype_names(node, scope.dtype_names)
+        returns: set[str] = set()
+        self._scope_body(node.body, scope, owner=node.name if cls is None else f"{cls}.{node.name}",
+                         returns=returns, record=record)
+        if record:
+            key = node.name if cls is None else f"{cls}.{node.name}"
+            self.functions[key] = {"line": node.lineno, "params": list(params), "returns": sorted(returns)}
+
+    # -- bindings and casts ---------------------------------------------------------------------
+    def _collect_dtype_names(self, root: ast.AST, into: dict[str, set[str]]) -> None:
+        """Names assigned an expression that spells a low dtype (``dtype = torch.float16 if ...``)."""
+        for node in ast.walk(root):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = _dotted(node.targets[0])
+                if target is None:
+                    continue
+                lows = {_low_spelling(n) for n in ast.walk(node.value)} - {None}
+                if lows:
+                    into.setdefault(target, set()).update(lows)
+
+    def _scope_body(self, statements, scope: _Scope, owner: str | None, returns: set | None = None,
+                    record: bool = True) -> None:
+        nodes = [n for s in statements for n in _walk_scope(s)]
+        for _ in range(2):  # twice: a name bound from a later-bound name in a loop
+            for node in nodes:
+                if isinstance(node, ast.Assign):
+                    refs = self._refs(node.value, scope)
+                    for target in node.targets:
+                        self._assign(target, refs, scope)
+                elif isinstance(node, (ast.AnnAssign,)) and node.value is not None:
+                    self._assign(node.target, self._refs(node.value, scope), scope)
+        if returns is not None:
+            for node in nodes:
+                if isinstance(node, ast.Return) and node.value is not None:
+                    returns.update(self._refs(node.value, scope))
+        if not record:
+            return
+        conditions = _conditions(statements)
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                self._cast(node, scope, owner, conditions)
+
+    def _assign(self, target: ast.AST, refs: set[str], scope: _Scope) -> None:
+        if not refs:
+            return
+        name = _dotted(target)
+        if name is None:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                return
+            return
+        if name.startswith("self.") and scope.cls is not None and name.count(".") == 1:
+            self.attrs.setdefault(scope.cls, {}).setdefault(name[5:], set()).update(refs)
+        scope.env.setdefault(name, set()).update(refs)
+
+    def _refs(self, node: ast.AST, scope: _Scope, depth: int = 0) -> set[str]:
+        if depth > MAX_REF_DEPTH or node is None:
+            return set()
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in CHAIN_METHODS:
+                return self._refs(func.value, scope, depth + 1)
+            found: set[str] = set()
+            name = _dotted(func)
+            if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+                name = _dotted(func.value)
+            if name is not None and not name.startswith("self."):
+                found.add(name)
+            elif name is not None and scope.cls is not None:
+                found.add(f"{scope.cls}.{name[5:]}")  # ``self.build()``: a method's result
+            for arg in (*node.args, *(k.value for k in node.keywords)):
+                found |= self._refs(arg, scope, depth + 1)
+            return found
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _dotted(node)
+            if name is None:
+                return set()
+            if name in scope.env:
+                return set(scope.env[name])
+            if name.startswith("self.") and scope.cls is not None:
+                return set(self.attrs.get(scope.cls, {}).get(name[5:], ()))
+            return set()
+        if isinstance(node, ast.IfExp):
+            return self._refs(node.body, scope, depth + 1) | self._refs(node.orelse, scope, depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            found = set()
+            for element in node.elts:
+                found |= self._refs(element, scope, depth + 1)
+            return found
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self._refs(node.elt, scope, depth + 1)
+        if isinstance(node, ast.Starred):
+            return self._refs(node.value, scope, depth + 1)
+        return set()
+
+    def _cast_dtype(self, call: ast.Call, scope: _Scope) -> tuple[str, bool] | None:
+        """(low dtype, only in some configurations) of a module cast, else None."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        if func.attr in LOW_CAST_METHODS:
+            return LOW_CAST_METHODS[func.attr], False
+        if func.attr not in ("to", "type"):
+            return None
+        for arg in (*call.args, *(k.value for k in call.keywords if k.arg in ("dtype", None))):
+            low = _low_spelling(arg)
+            if low is not None:
+                return low, False
+            name = _dotted(arg)
+            if name is not None:
+                lows = scope.dtype_names.get(name) or self.module_dtype_names.get(name)
+                if lows:
+                    return sorted(lows)[0], True
+                if f"param:{name}" in scope.env.get(name, ()):
+                    return f"param:{name}", True
+        return None
+
+    def _cast(self, call: ast.Call, scope: _Scope, owner: str | None, conditions: dict) -> None:
+        cast = self._cast_dtype(call, scope)
+        if cast is None:
+            return
+        refs = self._refs(call.func.value, scope)
+        if not refs:
+            return
+        dtype, conditional = cast
+        condition = conditions.get(id(call))
+        self.casts.append({
+            "refs": sorted(refs),
+            "dtype": dtype,
+            "conditional": conditional or condition is not None,
+            "condition": condition,
+            "line": call.lineno,
+            "text": _short(ast.get_source_segment(self.text, call) or ""),
+            "owner": owner,
+            "class": scope.cls,
+        })
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _walk_scope(node: ast.AST):
+    """The nodes of a statement, not descending into nested functions or classes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            stack.append(child)
+
+
+def _conditions(statements) -> dict[int, str]:
+    """id(call) -> the source of the innermost ``if`` test (or ternary) it depends on."""
+    found: dict[int, str] = {}
+
+    def visit(node: ast.AST, test: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.Call) and test is not None:
+            found[id(node)] = test
+        if isinstance(node, (ast.If, ast.IfExp)):
+            visit(node.test, test)
+            inner = ast.unparse(node.test)
+            for child in (node.body if isinstance(node.body, list) else [node.body]):
+                visit(child, inner)
+            for child in (node.orelse if isinstance(node.orelse, list) else [node.orelse]):
+                visit(child, f"not ({inner})")
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, test)
+
+    for statement in statements:
+        visit(statement, None)
+    return found
+
+
+def summarize(tree: ast.Module, text: str) -> dict:
+    """The summary of one parsed file (see the module docstring)."""
+    return Summarizer(tree, text).run()
+
+
+EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": []}
+
+
+def summarize_tree(tree: ast.Module | None, text: str) -> dict:
+    """``summarize``, or an empty summary for a file that does not parse or nests too deeply."""
+    if tree is None:
+        return EMPTY
+    try:
+        return summarize(tree, text)
+    except (RecursionError, ValueError):
+        return EMPTY

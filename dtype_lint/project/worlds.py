@@ -1,0 +1,194 @@
+"""The project pass: join the files' summaries into precision worlds.
+
+A *world* of a class is a precision it may run under somewhere in the program: its instances
+(or a model that contains it as a submodule, or a subclass's instances) are cast to float16 or
+bfloat16 by ``.half()`` / ``.to(torch.bfloat16)`` / ``.to(dtype)`` with a low ``dtype``, in any
+function, class or file of the checked paths. Imports between the files resolve (``from model
+import GPT``, ``from .layers import Block``, ``import pkg.model as m``); a name that resolves
+to no checked file is left alone. A world is *conditional* when the cast sits under an ``if``
+(a flag's branch) or takes a dtype chosen at run time: a reachable configuration, medium
+confidence; an unconditional cast makes a certain world.
+
+Everything here is linear in the number of files and casts (each summary is indexed once; each
+cast resolves through at most a few function returns; containment is one graph walk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+
+MAX_RESOLVE_DEPTH = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """``dtype`` (fp16/bf16) the class runs in, because of the cast at ``path:line`` (``text``)."""
+
+    dtype: str
+    conditional: bool
+    condition: str | None
+    path: str
+    line: int
+    text: str
+    via: str | None = None  # the containing class the cast reached it through
+
+    def describe(self) -> str:
+        """``float16 when `args.fp16` is true (train.py:11, `layer.half()`)``."""
+        from dtype_lint.facts.flow.values import LONG_NAMES
+
+        when = ""
+        if self.condition:
+            when = f" when `{self.condition}` is true"
+        elif self.conditional:
+            when = " in some configurations"
+        via = f", through `{self.via}`" if self.via else ""
+        return f"{LONG_NAMES.get(self.dtype, self.dtype)}{when} ({self.path}:{self.line}, `{self.text}`{via})"
+
+    def to_json(self) -> list:
+        return [self.dtype, self.conditional, self.condition, self.path, self.line, self.text, self.via]
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.dtype, self.text, self.condition or "", self.via or "", self.conditional)
+
+
+def module_names(path: str) -> list[str]:
+    """The dotted module names a file may be imported as: every suffix of its path
+    (``src/pkg/model.py`` -> ``src.pkg.model``, ``pkg.model``, ``model``); a package's
+    ``__init__.py`` is the package."""
+    parts = posixpath.normpath(path.replace("\\", "/")).split("/")
+    parts = [p for p in parts if p not in ("", ".")]
+    if not parts or not parts[-1].endswith(".py"):
+        return []
+    parts[-1] = parts[-1][:-3]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    names = []
+    for start in range(len(parts)):
+        tail = parts[start:]
+        if tail and all(p.isidentifier() for p in tail):
+            names.append(".".join(tail))
+    return names
+
+
+class Project:
+    def __init__(self, summaries: dict[str, dict]) -> None:
+        # path -> summary, only the files that have one, in a fixed order
+        self.summaries = {path: summaries[path] for path in sorted(summaries) if summaries[path]}
+        self.by_module: dict[str, list[str]] = {}
+        for path in self.summaries:
+            for name in module_names(path):
+                self.by_module.setdefault(name, []).append(path)
+        self._resolved: dict[tuple[str, str], tuple] = {}
+
+    # -- names ------------------------------------------------------------------------------------
+    def _absolute(self, path: str, qualified: str) -> str:
+        """``.layers.Block`` imported in ``pkg/model.py`` -> ``pkg.layers.Block``."""
+        if not qualified.startswith("."):
+            return qualified
+        level = len(qualified) - len(qualified.lstrip("."))
+        names = module_names(path)
+        package = names[0].split(".") if names else []
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - (level - 1)] if level > 1 else package
+        rest = qualified[level:]
+        return ".".join([*package, rest]) if package else rest
+
+    def _lookup_module(self, dotted: str) -> tuple[list[str], str] | None:
+        """The files holding the longest module prefix of ``dotted``, and what remains."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            files = self.by_module.get(".".join(parts[:cut]))
+            if files:
+                return files, ".".join(parts[cut:])
+        return None
+
+    def resolve(self, path: str, ref: str, depth: int = 0) -> tuple[tuple[str, str, str], ...]:
+        """What ``ref`` spelled in ``path`` names: ``(kind, path, name)`` with kind ``class`` or
+        ``function`` (a function's or method's results are resolved by the caller)."""
+        key = (path, ref)
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = ()  # cycles resolve to nothing
+        found: list[tuple[str, str, str]] = []
+        summary = self.summaries.get(path)
+        if summary is not None and depth <= MAX_RESOLVE_DEPTH:
+            head, _, rest = ref.partition(".")
+            if not rest and head in summary["classes"]:
+                found.append(("class", path, head))
+            elif ref in summary["functions"]:
+                found.append(("function", path, ref))
+            elif head in summary["imports"]:
+                for target in summary["imports"][head]:
+                    absolute = self._absolute(path, target) + (f".{rest}" if rest else "")
+                    located = self._lookup_module(absolute)
+                    if located is None:
+                        continue
+                    files, name = located
+                    for other in files:
+                        found.extend(self.resolve(other, name, depth + 1))
+        result = tuple(sorted(set(found)))
+        self._resolved[key] = result
+        return result
+
+    def classes_of(self, path: str, refs, depth: int = 0) -> set[tuple[str, str]]:
+        """The project classes (path, name) a value spelled by ``refs`` in ``path`` may be."""
+        found: set[tuple[str, str]] = set()
+        if depth > MAX_RESOLVE_DEPTH:
+            return found
+        for ref in refs:
+            if ref.startswith("param:"):
+                continue
+            for kind, where, name in self.resolve(path, ref):
+                if kind == "class":
+                    found.add((where, name))
+                else:
+                    returns = self.summaries[where]["functions"][name]["returns"]
+                    found |= self.classes_of(where, returns, depth + 1)
+        return found
+
+    # -- worlds -----------------------------------------------------------------------------------
+    def worlds(self) -> dict[tuple[str, str], list[World]]:
+        """(path, class) -> the low-precision worlds it may run under, sorted."""
+        direct: dict[tuple[str, str], set[World]] = {}
+        for path, summary in self.summaries.items():
+            for cast in summary["casts"]:
+                dtype = cast["dtype"]
+                if dtype.startswith("param:"):
+                    continue
+                world = World(dtype, cast["conditional"], cast["condition"], path, cast["line"], cast["text"])
+                for cls in self.classes_of(path, cast["refs"]):
+                    direct.setdefault(cls, set()).add(world)
+        # a cast reaches the submodules a class builds, and the base classes whose methods run
+        edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for path, summary in self.summaries.items():
+            for name, info in summary["classes"].items():
+                reached = self.classes_of(path, [*info["contains"], *info["bases"]])
+                reached.discard((path, name))
+                if reached:
+                    edges[(path, name)] = reached
+        result: dict[tuple[str, str], set[World]] = {cls: set(worlds) for cls, worlds in direct.items()}
+        for root in sorted(direct):
+            stack = [root]
+            seen = {root}
+            while stack:
+                current = stack.pop()
+                for inner in sorted(edges.get(current, ())):
+                    if inner in seen:
+                        continue
+                    seen.add(inner)
+                    via = root[1]
+                    result.setdefault(inner, set()).update(
+                        dataclasses.replace(world, via=world.via or via) for world in direct[root]
+                    )
+                    stack.append(inner)
+        return {cls: sorted(worlds, key=World.sort_key) for cls, worlds in sorted(result.items())}
+
+
+def project_worlds(summaries: dict[str, dict]) -> dict[str, dict[str, list[World]]]:
+    """path -> class -> worlds, for the files whose classes run in low precision somewhere."""
+    by_file: dict[str, dict[str, list[World]]] = {}
+    for (path, name), worlds in Project(summaries).worlds().items():
+        by_file.setdefault(path, {})[name] = worlds
+    return by_file
