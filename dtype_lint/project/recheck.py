@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import posixpath
 
 from dtype_lint.findings import Confidence, Finding, sort_findings
-from dtype_lint.project.seeding import ClassWorld
-from dtype_lint.project.worlds import World, project_worlds
+from dtype_lint.project.seeding import ClassWorld, FileWorlds, ReturnedWorld
+from dtype_lint.project.worlds import Project, Returned, World
 
 # Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
 WORLD_RULES = frozenset({
@@ -26,38 +27,60 @@ WORLD_RULES = frozenset({
 # DTL503 ops a half model runs in float16 by design (torch's kernels accumulate them in float32):
 # only the overflowing ones (exp, pow, var, norm, prod) are reported under a world.
 BY_DESIGN_OPS = ("softmax", "log_softmax", "cumsum", "cumprod")
-LOW_ORDER = ("fp16", "bf16")  # float16 first: it overflows, so it is the riskier world
+LOW_ORDER = ("fp16", "bf16")
+# Rules about training a model in low precision: a model a helper returns cast is trained here.
+TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})  # float16 first: it overflows, so it is the riskier world
 
 
-def class_world(worlds: list[World]) -> ClassWorld:
+def class_world(worlds: list[World], base: str = "") -> ClassWorld:
     """One world to check a class under: float16 if any world is, described by its first cast."""
     dtype = next(d for d in LOW_ORDER if any(w.dtype == d for w in worlds))
     chosen = [w for w in worlds if w.dtype == dtype]
     certain = all(w.dtype == dtype and not w.conditional for w in worlds)
     first = chosen[0]
     more = len({(w.path, w.line) for w in worlds}) - 1
-    description = first.describe() + (f" and {more} other cast{'s' if more > 1 else ''}" if more else "")
-    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=f"{first.path}:{first.line}")
+    description = first.describe(base) + (f" and {more} other cast{'s' if more > 1 else ''}" if more else "")
+    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base))
+
+
+def returned_world(items: list[Returned], call: str, base: str = "") -> ReturnedWorld:
+    """One returned model per call: float16 if any cast is, described by its first cast."""
+    dtype = next(d for d in LOW_ORDER if any(r.world.dtype == d for r in items))
+    first = next(r for r in items if r.world.dtype == dtype)
+    certain = all(r.world.dtype == dtype and not r.world.conditional for r in items)
+    what = "a model" if first.position < 0 else f"a model (item {first.position})"
+    description = f"`{call}()` returns {what} in {first.world.describe(base)}"
+    return ReturnedWorld(dtype=dtype, certain=certain, position=first.position, length=first.length,
+                         description=description, cast=first.world.where(base))
 
 
 def apply_worlds(reports: list, work: list, jobs: int) -> list:
-    """``reports`` with the findings of each file's classes under their project worlds added."""
+    """``reports`` with the findings of each file under its project worlds added."""
     from dtype_lint.engine import _run_pool
 
     summaries = {report.path: report.summary for report in reports if report.summary}
-    by_file = project_worlds(summaries)
-    if not by_file:
+    project = Project(summaries)
+    by_file: dict[str, dict] = {}
+    for (path, name), worlds in project.worlds().items():
+        by_file.setdefault(path, {})[name] = worlds
+    returned = project.returned()
+    if not by_file and not returned:
         return reports
     tasks = []
     for index, report in enumerate(reports):
-        worlds = by_file.get(report.path)
-        if not worlds or report.internal_errors:
+        worlds, calls = by_file.get(report.path, {}), returned.get(report.path, {})
+        if not (worlds or calls) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
-        class_worlds = {name: class_world(found) for name, found in sorted(worlds.items())}
-        ranges = {name: report.summary["classes"][name] for name in class_worlds if name in report.summary["classes"]}
+        base = posixpath.dirname(report.path)
+        file_worlds = FileWorlds(
+            classes={name: class_world(found, base) for name, found in sorted(worlds.items())},
+            returned={call: returned_world(items, call, base) for call, items in sorted(calls.items())},
+        )
+        ranges = {name: report.summary["classes"][name] for name in file_worlds.classes
+                  if name in report.summary["classes"]}
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
-        tasks.append((index, display, fs_path, settings, cache, class_worlds, ranges, plain))
+        tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
     results = _run_pool(_recheck, tasks, jobs)
     reports = list(reports)
     for task, (added, errors, lines) in zip(tasks, results):
@@ -74,12 +97,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     return reports
 
 
-def _world_key(settings, class_worlds: dict, plain: list) -> str:
-    data = json.dumps(
-        [sorted((name, dataclasses.astuple(world)) for name, world in class_worlds.items()), plain,
-         int(settings.min_confidence)],
-        sort_keys=True,
-    )
+def _world_key(settings, file_worlds: FileWorlds, plain: list) -> str:
+    data = json.dumps([file_worlds.key(), plain, int(settings.min_confidence)], sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -88,7 +107,7 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     from dtype_lint.engine import check_text
     from dtype_lint.source import UndecodableSource, decode
 
-    _, display, fs_path, settings, cache, class_worlds, ranges, plain = task
+    _, display, fs_path, settings, cache, file_worlds, ranges, plain = task
     try:
         with open(fs_path, "rb") as handle:
             data = handle.read()
@@ -97,12 +116,12 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         return [], [], None
     if cache is not None:
         cache = cache.for_settings(settings)
-        key = _world_key(settings, class_worlds, plain)
+        key = _world_key(settings, file_worlds, plain)
         cached = cache.load_world(display, data, key)
         if cached is not None:
             return cached, [], text.splitlines() if cached else None
     try:
-        report = check_text(text, display, settings, prefilter=False, worlds=class_worlds)
+        report = check_text(text, display, settings, prefilter=False, worlds=file_worlds)
     except Exception as error:  # noqa: BLE001 - reported, never a traceback
         return [], [f"{display}: internal error in the project pass: {type(error).__name__}: {error}"], None
     if report.internal_errors:
@@ -110,21 +129,25 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     known = {tuple(item) for item in plain}
     added = []
     for finding in report.findings:
-        if finding.code not in WORLD_RULES or (finding.code, finding.line, finding.column) in known:
+        if (finding.code, finding.line, finding.column) in known:
             continue
         if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
             continue
         located = _enclosing(ranges, finding.line)
-        if located is None:
+        if located is not None and finding.code in WORLD_RULES:
+            name, method = located
+            world = file_worlds.classes[name]
+            where = f"{name}.{method}" if method else name
+            prefix, certain = f"`{where}` runs in {world.description}", world.certain
+        elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
+            world = next(iter(file_worlds.returned.values()))
+            prefix, certain = world.description, world.certain
+        else:
             continue
-        name, method = located
-        world = class_worlds[name]
-        confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
+        confidence = min(finding.confidence, Confidence.HIGH if certain else Confidence.MEDIUM)
         if confidence < settings.min_confidence:
             continue
-        where = f"{name}.{method}" if method else name
-        message = f"`{where}` runs in {world.description}: {finding.message}"
-        added.append(dataclasses.replace(finding, message=message, confidence=confidence))
+        added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
     if cache is not None:
         cache.store_world(display, data, key, added)
     return added, [], text.splitlines() if added else None

@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import MODULE, TENSOR, Origin, make
+from dtype_lint.facts.flow.values import MODULE, TENSOR, TUPLE, Origin, make
 
 # Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
 NOT_ACTIVATIONS = re.compile(
@@ -33,6 +33,42 @@ class ClassWorld:
     certain: bool  # every world of the class is this low dtype, unconditionally
     description: str  # "float16 when `args.fp16` is true (train.py:11, `layer.half()`)"
     cast: str  # "train.py:11"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReturnedWorld:
+    """A call whose project function returns a low-precision model (see worlds.Returned)."""
+
+    dtype: str
+    certain: bool
+    position: int  # -1: the whole value; else the item of a tuple of ``length``
+    length: int
+    description: str  # "`load_model()` returns a model in float16 when ..."
+    cast: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FileWorlds:
+    """What the project pass tells one file: its classes' worlds, its calls' returned models."""
+
+    classes: dict  # class name -> ClassWorld
+    returned: dict  # called dotted name -> ReturnedWorld
+
+    def key(self) -> list:
+        return [sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
+                sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items())]
+
+
+def returned_value(world: ReturnedWorld, node: cst.CSTNode, origin_for):
+    """The value of a call to a function that returns a model cast to ``world.dtype``."""
+    base = origin_for(node)
+    origin = WorldOrigin(node, base._resolve, f"the cast at {world.cast}")
+    # the world where the cast happens; a conditional one caps the findings' confidence instead
+    module = make(MODULE, (world.dtype,), origin)
+    if world.position < 0:
+        return module
+    items = tuple(module if index == world.position else None for index in range(world.length))
+    return make(TUPLE, items=items)
 
 
 class WorldOrigin(Origin):

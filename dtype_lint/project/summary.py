@@ -66,6 +66,7 @@ class Summarizer:
         # class -> attribute -> refs (``self.model = TinyUNet()`` in any method)
         self.attrs: dict[str, dict[str, set[str]]] = {}
         self.module_dtype_names: dict[str, set[str]] = {}
+        self.returned_casts: dict[str, list[dict]] = {}  # function -> the low casts it returns
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -85,6 +86,11 @@ class Summarizer:
             "classes": self.classes,
             "functions": self.functions,
             "casts": self.casts,
+            "returned_casts": self.returned_casts,
+            "calls": sorted({
+                name for name in (_dotted(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call))
+                if name and name.split(".")[0] in self.imports
+            }),
         }
 
     # -- imports ----------------------------------------------------------------------------------
@@ -180,9 +186,59 @@ class Summarizer:
         if not record:
             return
         conditions = _conditions(statements)
+        cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
         for node in nodes:
             if isinstance(node, ast.Call):
                 self._cast(node, scope, owner, conditions)
+                cast = self._cast_of_name(node, scope, conditions)
+                if cast is not None:
+                    cast_names.setdefault(cast[0], cast[1])
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1:
+                target = _dotted(node.targets[0])
+                cast = self._cast_of_name(node.value, scope, conditions, anything=True)
+                if target is not None and cast is not None:
+                    cast_names.setdefault(target, cast[1])
+        if returns is not None and owner is not None and cast_names:
+            returned = self._returned_casts(nodes, cast_names)
+            if returned:
+                self.returned_casts[owner] = returned
+
+    def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: dict, anything: bool = False):
+        """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
+        receiver, the name being the assignment's target)."""
+        cast = self._cast_dtype(call, scope)
+        if cast is None or cast[0].startswith("param:"):
+            return None
+        name = _dotted(call.func.value)
+        if name is None and not anything:
+            return None
+        condition = conditions.get(id(call))
+        return name, {
+            "dtype": cast[0], "conditional": cast[1] or condition is not None, "condition": condition,
+            "line": call.lineno, "text": _short(ast.get_source_segment(self.text, call) or ""),
+        }
+
+    @staticmethod
+    def _returned_casts(nodes, cast_names: dict) -> list[dict]:
+        """What a function returns that it cast: the whole value (position -1) or a tuple item."""
+        found: list[dict] = []
+        for node in nodes:
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr in CHAIN_METHODS:
+                value = value.func.value  # ``return model.cuda()``
+            if isinstance(value, ast.Tuple):
+                for position, element in enumerate(value.elts):
+                    name = _dotted(element)
+                    if name in cast_names:
+                        found.append({**cast_names[name], "position": position, "length": len(value.elts)})
+            else:
+                name = _dotted(value)
+                if name in cast_names:
+                    found.append({**cast_names[name], "position": -1, "length": 0})
+        return found
 
     def _assign(self, target: ast.AST, refs: set[str], scope: _Scope) -> None:
         if not refs:
@@ -326,7 +382,8 @@ def summarize(tree: ast.Module, text: str) -> dict:
     return Summarizer(tree, text).run()
 
 
-EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": []}
+EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
+               "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -33,7 +33,15 @@ class World:
     text: str
     via: str | None = None  # the containing class the cast reached it through
 
-    def describe(self) -> str:
+    def where(self, base: str = "") -> str:
+        """``train.py:11``, the path relative to ``base`` (the directory of the file it is told to)."""
+        path = self.path
+        if base:
+            relative = posixpath.relpath(self.path, base)
+            path = relative if not relative.startswith("..") else self.path
+        return f"{path}:{self.line}"
+
+    def describe(self, base: str = "") -> str:
         """``float16 when `args.fp16` is true (train.py:11, `layer.half()`)``."""
         from dtype_lint.facts.flow.values import LONG_NAMES
 
@@ -43,7 +51,7 @@ class World:
         elif self.conditional:
             when = " in some configurations"
         via = f", through `{self.via}`" if self.via else ""
-        return f"{LONG_NAMES.get(self.dtype, self.dtype)}{when} ({self.path}:{self.line}, `{self.text}`{via})"
+        return f"{LONG_NAMES.get(self.dtype, self.dtype)}{when} ({self.where(base)}, `{self.text}`{via})"
 
     def to_json(self) -> list:
         return [self.dtype, self.conditional, self.condition, self.path, self.line, self.text, self.via]
@@ -184,6 +192,38 @@ class Project:
                     )
                     stack.append(inner)
         return {cls: sorted(worlds, key=World.sort_key) for cls, worlds in sorted(result.items())}
+
+
+    def returned(self) -> dict[str, dict[str, list["Returned"]]]:
+        """path -> called name -> the low-precision models the project function it names returns
+        (``model, diffusion = load_model(use_fp16=True)`` with ``model.half()`` in load_model)."""
+        found: dict[str, dict[str, list[Returned]]] = {}
+        for path, summary in self.summaries.items():
+            for name in summary.get("calls", ()):
+                for kind, where, function in self.resolve(path, name):
+                    if kind != "function" or where == path:
+                        continue  # a function of the same file: the file's own flow follows the call
+                    for cast in self.summaries[where].get("returned_casts", {}).get(function, ()):
+                        world = World(cast["dtype"], cast["conditional"], cast["condition"], where, cast["line"],
+                                      cast["text"])
+                        found.setdefault(path, {}).setdefault(name, []).append(
+                            Returned(function, world, cast["position"], cast["length"]))
+        return {path: {name: sorted(set(items), key=Returned.sort_key) for name, items in sorted(calls.items())}
+                for path, calls in sorted(found.items())}
+
+
+@dataclasses.dataclass(frozen=True)
+class Returned:
+    """A project function returns a model cast to low precision (item ``position`` of a tuple
+    of ``length``, or the whole value when -1)."""
+
+    function: str
+    world: World
+    position: int
+    length: int
+
+    def sort_key(self) -> tuple:
+        return (self.function, self.position, self.length, *self.world.sort_key())
 
 
 def project_worlds(summaries: dict[str, dict]) -> dict[str, dict[str, list[World]]]:

@@ -23,7 +23,7 @@ from dtype_lint.facts.flow.values import (
     Origin, Value, join, make, promote,
 )
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.project.seeding import world_tensor_parameter, world_values
+from dtype_lint.project.seeding import returned_value, world_tensor_parameter, world_values
 from dtype_lint.facts.training import child_nodes
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
@@ -520,6 +520,8 @@ class Interpreter:
                     self._bind(element.value, None, frame, None)
                     continue
                 item = items[index] if items is not None and index < len(items) else None
+                if items is None and value is not None and value.kind == TENSOR and value.dtypes:
+                    item = value  # ``q, k, v = x.chunk(3)``: the pieces of a tensor keep its dtype
                 self._bind(element.value, item, frame, None)
         elif isinstance(target, cst.Subscript):
             self.ev(target.value, frame)
@@ -668,7 +670,13 @@ class Interpreter:
 
     def _world_of(self, cls: ClassInfo):
         worlds = getattr(self.ctx, "worlds", None)
-        return worlds.get(cls.name) if worlds and cls.is_module else None
+        return worlds.classes.get(cls.name) if worlds is not None and cls.is_module else None
+
+    def _returned_world(self, node: cst.Call):
+        """A call of a project function (another file) that returns a low-precision model."""
+        worlds = getattr(self.ctx, "worlds", None)
+        world = worlds.returned.get(dotted_name(node.func) or "") if worlds is not None else None
+        return returned_value(world, node, self.origin) if world is not None else None
 
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
         """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""
@@ -1098,6 +1106,9 @@ class Interpreter:
         for arg in node.args:
             self.ev(arg.value, frame)
         if qualified:
+            returned = self._returned_world(node)
+            if returned is not None:
+                return returned
             for name in qualified:
                 value = self._library_call(name, node, frame)
                 if value is not NOTHING:
