@@ -1,0 +1,179 @@
+"""The project pass: files checked as one program (dtype_lint/project/).
+
+Fixture folders under fixtures/project/ are checked as projects; their files mark what the
+whole-program analysis adds with ``# expect-project: DTLxxx`` (file-local findings keep
+``# expect:``, which tests/test_fixtures.py checks file by file).
+"""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+from dtype_lint import engine
+from dtype_lint.cache import Cache
+from dtype_lint.config import Settings
+from dtype_lint.project import recheck
+from dtype_lint.project.summary import summarize_tree
+from dtype_lint.project.worlds import Project, module_names
+
+PROJECTS = FIXTURES / "project"
+FOLDERS = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
+MARK = re.compile(r"#\s*expect(?:-project)?:\s*(?P<codes>DTL\d{3}(?:\s*,\s*DTL\d{3})*)")
+
+
+def _files(folder: Path) -> list[tuple[str, str]]:
+    return [(p.relative_to(folder).as_posix(), str(p)) for p in sorted(folder.rglob("*.py"))]
+
+
+def _expected(folder: Path) -> set[tuple[str, str, int]]:
+    found = set()
+    for display, fs_path in _files(folder):
+        for number, line in enumerate(Path(fs_path).read_text().splitlines(), start=1):
+            match = MARK.search(line)
+            if match:
+                found |= {(display, code, number) for code in re.split(r"\s*,\s*", match.group("codes"))}
+    return found
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_project_fixture_findings_match_expectations(folder):
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    assert not [e for r in reports for e in r.internal_errors]
+    actual = {(r.path, f.code, f.line) for r in reports for f in r.findings}
+    assert sorted(actual) == sorted(_expected(folder)), [f.message for r in reports for f in r.findings]
+
+
+def test_world_message_names_the_class_the_condition_and_the_cast():
+    folder = PROJECTS / "half_decoder_package"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings if f.code == "DTL501"]
+    assert finding.message.startswith(
+        "`ScaledAttention.forward` runs in float16 when `options.half` is true "
+        "(run.py:11, `model.to(torch.float16)`, through `Decoder`): "
+    )
+    # a flag's branch is a reachable configuration: medium, never high
+    assert finding.confidence.name == "MEDIUM"
+
+
+def test_unconditional_cast_keeps_the_rule_confidence():
+    folder = PROJECTS / "factory_in_half_world"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.confidence.name == "HIGH" and "(main.py:5, `RelativeBias(8).half()`)" in finding.message
+
+
+def test_file_by_file_check_does_not_join_files():
+    folder = PROJECTS / "half_decoder_package"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=False)
+    assert [f for r in reports for f in r.findings] == []
+
+
+def test_cli_checks_the_paths_as_one_program(tmp_path):
+    shutil.copytree(PROJECTS / "half_decoder_package", tmp_path / "p")
+    result = run_cli("check", "--no-cache", "--format", "concise", ".", cwd=tmp_path / "p")
+    assert result.returncode == 1, result.stderr
+    assert "net/layers.py:16:37: DTL501 `ScaledAttention.forward` runs in float16" in result.stdout
+
+
+# -- the cache: a file is re-analysed when it or a file its worlds come from changes ----------
+def test_editing_one_file_reanalyses_it_and_its_dependents(tmp_path, monkeypatch):
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "half_decoder_package", project)
+    files = _files(project)
+    settings = Settings()
+    checked: list[str] = []
+    rechecked: list[str] = []
+    plain_check, world_check = engine.check_bytes, engine.check_text
+
+    def count_plain(data, path, *args, **kwargs):
+        checked.append(path)
+        return plain_check(data, path, *args, **kwargs)
+
+    def count_worlds(text, path, *args, **kwargs):
+        if kwargs.get("worlds") is not None:
+            rechecked.append(path)
+        return world_check(text, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "check_bytes", count_plain)
+    monkeypatch.setattr(engine, "check_text", count_worlds)
+
+    def run():
+        checked.clear()
+        rechecked.clear()
+        cache = Cache(tmp_path / "cache", settings)
+        reports = engine.check_files(files, settings, jobs=1, cache=cache, project=True)
+        return {(r.path, f.code, f.line) for r in reports for f in r.findings}
+
+    cold = run()
+    assert ("net/layers.py", "DTL501", 16) in cold
+    assert sorted(checked) == sorted(d for d, _ in files)
+    assert rechecked == ["net/layers.py", "net/model.py"]  # the files whose classes have worlds
+    assert run() == cold and checked == [] and rechecked == []  # warm: nothing analysed again
+    # run.py no longer casts: run.py is analysed again, and layers.py, whose worlds came from it
+    run_py = project / "run.py"
+    run_py.write_text(run_py.read_text().replace("model = model.to(torch.float16)", "model = model.float()"))
+    assert run() == set()
+    assert checked == ["run.py"] and rechecked == []
+    # the cast is back: layers.py is checked under its world again (served from the cache)
+    run_py.write_text(run_py.read_text().replace("model = model.float()", "model = model.to(torch.float16)"))
+    assert run() == cold and checked == ["run.py"] and rechecked == []
+
+
+# -- the summaries and the name resolution ---------------------------------------------------
+def test_module_names_are_every_suffix_of_the_path():
+    assert module_names("src/pkg/model.py") == ["src.pkg.model", "pkg.model", "model"]
+    assert module_names("pkg/__init__.py") == ["pkg"]
+    assert module_names("my-scripts/train.py") == ["train"]
+
+
+def _summaries(sources: dict[str, str]) -> dict[str, dict]:
+    import ast
+
+    return {path: summarize_tree(ast.parse(text), text) for path, text in sources.items()}
+
+
+def test_imports_resolve_relative_aliased_and_through_reexports():
+    summaries = _summaries({
+        "pkg/__init__.py": "from .layers import Block\n",
+        "pkg/layers.py": "import torch.nn as nn\nclass Block(nn.Module):\n    pass\n",
+        "pkg/model.py": "from . import layers\nfrom .layers import Block as B\n",
+        "train.py": "import pkg.model as m\nimport pkg\nfrom pkg.layers import Block\n",
+    })
+    project = Project(summaries)
+    block = (("class", "pkg/layers.py", "Block"),)
+    assert project.resolve("pkg/model.py", "B") == block
+    assert project.resolve("pkg/model.py", "layers.Block") == block
+    assert project.resolve("train.py", "pkg.Block") == block  # re-exported by the package
+    assert project.resolve("train.py", "m.B") == block
+    assert project.resolve("train.py", "torch.nn.Linear") == ()  # not a checked file
+
+
+def test_worlds_follow_function_returns_containment_and_conditions():
+    summaries = _summaries({
+        "model.py": (
+            "import torch.nn as nn\nclass Inner(nn.Module):\n    pass\n"
+            "class Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.inner = Inner()\n"
+            "def build():\n    return Outer()\n"
+        ),
+        "main.py": (
+            "import torch\nfrom model import build\n"
+            "def run(args):\n    net = build()\n    if args.bf16:\n        net = net.to(torch.bfloat16)\n"
+        ),
+    })
+    worlds = Project(summaries).worlds()
+    (outer,) = worlds[("model.py", "Outer")]
+    (inner,) = worlds[("model.py", "Inner")]
+    assert (outer.dtype, outer.conditional, outer.condition, outer.path, outer.line) == (
+        "bf16", True, "args.bf16", "main.py", 6)
+    assert inner.via == "Outer" and inner.line == 6
+
+
+def test_world_rules_are_registered_codes():
+    from dtype_lint.rules import all_rules
+
+    codes = {rule.code for rule in all_rules()}
+    assert recheck.WORLD_RULES <= codes and recheck.TRAINING_RULES <= codes
