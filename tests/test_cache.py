@@ -86,7 +86,7 @@ def test_corrupt_entries_are_ignored_and_rewritten(project):
     assert result.stderr == ""
     for path in paths:
         entry = json.loads(path.read_text())  # rewritten as a whole, valid entry
-        assert set(entry) == {"key", "findings", "lines"}
+        assert set(entry) == {"key", "findings", "lines", "summary"}
 
 
 def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
@@ -239,4 +239,4 @@ def test_concurrent_runs_share_the_cache_safely(project):
             assert json.loads(out) == expected
     assert not list((project / "cache").glob("*/.tmp-*"))
     for path in entries(project):
-        assert set(json.loads(path.read_text())) == {"key", "findings", "lines"}
+        assert set(json.loads(path.read_text())) == {"key", "findings", "lines", "summary"}

@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
             from dtype_lint.cache import Cache, cache_directory
 
             cache = Cache(cache_directory(settings), settings)
-        reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver, project=True)
+        reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver,
+                              project=not args.no_project)
         if args.verbose:
             from dtype_lint.commands.views import describe_configs
 

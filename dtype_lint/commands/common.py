@@ -51,6 +51,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
     parser.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument("--no-project", action="store_true",
+                        help="check each file on its own (no whole-program pass; what flake8 reports)")
     parser.add_argument("--stdin-filename", help="the name to report for source read from stdin")
     parser.add_argument("--format", "--output-format", dest="format", choices=OUTPUT_FORMATS)
     parser.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS",
