@@ -43,6 +43,12 @@ def class_world(worlds: list[World], base: str = "") -> ClassWorld:
     return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base))
 
 
+def argument_world(worlds: list[World], base: str = "") -> ClassWorld:
+    """The low dtype a constructor keyword is given (float16 first), and where."""
+    first = next(w for d in LOW_ORDER for w in worlds if w.dtype == d)
+    return ClassWorld(dtype=first.dtype, certain=False, description=first.describe(base), cast=first.where(base))
+
+
 def returned_world(items: list[Returned], call: str, base: str = "") -> ReturnedWorld:
     """One returned model per call: float16 if any cast is, described by its first cast."""
     dtype = next(d for d in LOW_ORDER if any(r.world.dtype == d for r in items))
@@ -64,20 +70,26 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     for (path, name), worlds in project.worlds().items():
         by_file.setdefault(path, {})[name] = worlds
     returned = project.returned()
-    if not by_file and not returned:
+    arguments: dict[str, dict] = {}
+    for (path, name), by_keyword in project.arguments().items():
+        arguments.setdefault(path, {})[name] = by_keyword
+    if not by_file and not returned and not arguments:
         return reports
     tasks = []
     for index, report in enumerate(reports):
         worlds, calls = by_file.get(report.path, {}), returned.get(report.path, {})
-        if not (worlds or calls) or report.internal_errors:
+        given = arguments.get(report.path, {})
+        if not (worlds or calls or given) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         base = posixpath.dirname(report.path)
         file_worlds = FileWorlds(
             classes={name: class_world(found, base) for name, found in sorted(worlds.items())},
             returned={call: returned_world(items, call, base) for call, items in sorted(calls.items())},
+            arguments={name: {keyword: argument_world(found, base) for keyword, found in by_keyword.items()}
+                       for name, by_keyword in sorted(given.items())},
         )
-        ranges = {name: report.summary["classes"][name] for name in file_worlds.classes
+        ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
@@ -134,11 +146,15 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
             continue
         located = _enclosing(ranges, finding.line)
-        if located is not None and finding.code in WORLD_RULES:
+        if located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.classes:
             name, method = located
             world = file_worlds.classes[name]
             where = f"{name}.{method}" if method else name
             prefix, certain = f"`{where}` runs in {world.description}", world.certain
+        elif located is not None and finding.code in WORLD_RULES:
+            name = located[0]
+            keyword, world = sorted(file_worlds.arguments[name].items())[0]
+            prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
             world = next(iter(file_worlds.returned.values()))
             prefix, certain = world.description, world.certain

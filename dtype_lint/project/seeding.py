@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import MODULE, TENSOR, TUPLE, Origin, make
+from dtype_lint.facts.flow.values import DTYPE, MODULE, TENSOR, TUPLE, Origin, make
 
 # Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
 NOT_ACTIVATIONS = re.compile(
@@ -53,10 +53,20 @@ class FileWorlds:
 
     classes: dict  # class name -> ClassWorld
     returned: dict  # called dotted name -> ReturnedWorld
+    # class name -> constructor keyword -> ClassWorld: the low dtype callers construct it with
+    arguments: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
-                sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items())]
+                sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
+                sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
+                       for n, by_kw in self.arguments.items())]
+
+
+def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):
+    """The dtype a constructor keyword is given by a caller of the project (a DTYPE value)."""
+    base = origin_for(node)
+    return make(DTYPE, (world.dtype,), WorldOrigin(node, base._resolve, f"the call at {world.cast}"))
 
 
 def returned_value(world: ReturnedWorld, node: cst.CSTNode, origin_for):

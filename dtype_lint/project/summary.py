@@ -67,6 +67,7 @@ class Summarizer:
         self.attrs: dict[str, dict[str, set[str]]] = {}
         self.module_dtype_names: dict[str, set[str]] = {}
         self.returned_casts: dict[str, list[dict]] = {}  # function -> the low casts it returns
+        self.arguments: list[dict] = []  # calls given a low dtype or a true fp16 flag by keyword
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -87,6 +88,7 @@ class Summarizer:
             "functions": self.functions,
             "casts": self.casts,
             "returned_casts": self.returned_casts,
+            "arguments": self.arguments,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call))
                 if name and name.split(".")[0] in self.imports
@@ -190,6 +192,7 @@ class Summarizer:
         for node in nodes:
             if isinstance(node, ast.Call):
                 self._cast(node, scope, owner, conditions)
+                self._low_arguments(node, conditions)
                 cast = self._cast_of_name(node, scope, conditions)
                 if cast is not None:
                     cast_names.setdefault(cast[0], cast[1])
@@ -202,6 +205,25 @@ class Summarizer:
             returned = self._returned_casts(nodes, cast_names)
             if returned:
                 self.returned_casts[owner] = returned
+
+    def _low_arguments(self, call: ast.Call, conditions: dict) -> None:
+        """``AlignRestore(dtype=torch.float16)``: a constructor (or function) given a low dtype by
+        keyword (``torch.float16``, ``torch.bfloat16``; strings are too often config values)."""
+        name = _dotted(call.func)
+        if name is None or name.split(".")[-1] in CHAIN_METHODS:
+            return
+        given: dict[str, str] = {}
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                continue
+            low = _low_spelling(keyword.value) if not isinstance(keyword.value, ast.Constant) else None
+            if low is not None:
+                given[keyword.arg] = low
+        if given:
+            self.arguments.append({
+                "ref": name, "keywords": given, "line": call.lineno, "conditional": id(call) in conditions,
+                "text": _short(ast.get_source_segment(self.text, call) or ""),
+            })
 
     def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: dict, anything: bool = False):
         """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
@@ -383,7 +405,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "calls": []}
+               "arguments": [], "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

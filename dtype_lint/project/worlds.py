@@ -194,6 +194,21 @@ class Project:
         return {cls: sorted(worlds, key=World.sort_key) for cls, worlds in sorted(result.items())}
 
 
+    def arguments(self) -> dict[tuple[str, str], dict[str, list[World]]]:
+        """(path, class) -> constructor keyword -> the low dtypes callers pass it
+        (``AlignRestore(dtype=torch.float16)`` in another file)."""
+        found: dict[tuple[str, str], dict[str, set[World]]] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("arguments", ()):
+                for kind, where, name in self.resolve(path, call["ref"]):
+                    if kind != "class":
+                        continue
+                    for keyword, dtype in sorted(call["keywords"].items()):
+                        world = World(dtype, call["conditional"], None, path, call["line"], call["text"])
+                        found.setdefault((where, name), {}).setdefault(keyword, set()).add(world)
+        return {cls: {kw: sorted(worlds, key=World.sort_key) for kw, worlds in sorted(by_kw.items())}
+                for cls, by_kw in sorted(found.items())}
+
     def returned(self) -> dict[str, dict[str, list["Returned"]]]:
         """path -> called name -> the low-precision models the project function it names returns
         (``model, diffusion = load_model(use_fp16=True)`` with ``model.half()`` in load_model)."""

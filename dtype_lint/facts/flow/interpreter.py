@@ -23,7 +23,7 @@ from dtype_lint.facts.flow.values import (
     Origin, Value, join, make, promote,
 )
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.project.seeding import returned_value, world_tensor_parameter, world_values
+from dtype_lint.project.seeding import argument_value, returned_value, world_tensor_parameter, world_values
 from dtype_lint.facts.training import child_nodes
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
@@ -658,6 +658,12 @@ class Interpreter:
             self_value = self._instance(cls, None)
             if cls.is_module:
                 self_value = self_value.replace(dtypes=frozenset(), origins=())
+            arguments = self._arguments_of(cls) if info.node.name.value == "__init__" else None
+            for param in params[1:] if arguments else ():
+                given = arguments.get(param.name.value)
+                if given is not None:
+                    # a caller elsewhere in the project builds the class with this low dtype
+                    bound[param.name.value] = (argument_value(given, info.node, self.origin), None, {})
             world = self._world_of(cls)
             if world is not None:
                 # a precision world of the project pass: the class is cast elsewhere (see project/)
@@ -671,6 +677,10 @@ class Interpreter:
     def _world_of(self, cls: ClassInfo):
         worlds = getattr(self.ctx, "worlds", None)
         return worlds.classes.get(cls.name) if worlds is not None and cls.is_module else None
+
+    def _arguments_of(self, cls: ClassInfo) -> dict | None:
+        worlds = getattr(self.ctx, "worlds", None)
+        return worlds.arguments.get(cls.name) if worlds is not None else None
 
     def _returned_world(self, node: cst.Call):
         """A call of a project function (another file) that returns a low-precision model."""
