@@ -24,6 +24,9 @@ CHAIN_METHODS = frozenset({
 LOW_CAST_METHODS = {"half": "fp16", "bfloat16": "bf16"}
 LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 MAX_REF_DEPTH = 6
+# The expressions a dtype variable is assigned (``torch.float16``, a ternary, a table lookup):
+# only these are searched for a low dtype spelling.
+DTYPE_EXPRESSIONS = (ast.Attribute, ast.Constant, ast.IfExp, ast.Dict, ast.Subscript, ast.BoolOp)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -52,13 +55,14 @@ class _Scope:
     def __init__(self, params: tuple[str, ...] = (), cls: str | None = None) -> None:
         self.env: dict[str, set[str]] = {name: {f"param:{name}"} for name in params}
         self.cls = cls
-        self.dtype_names: dict[str, set[str]] = {}  # name -> low dtypes some assignment gives it
 
 
 class Summarizer:
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
         self.text = text
+        self.lines = text.splitlines()
+        self._nodes: dict[int, list[ast.AST]] = {}  # function (or the module) -> the nodes of its scope
         self.imports: dict[str, list[str]] = {}
         self.classes: dict[str, dict] = {}
         self.functions: dict[str, dict] = {}
@@ -71,16 +75,18 @@ class Summarizer:
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
-        self._imports(self.tree.body, top=True)
+        # one walk of the whole tree: imports, module-level dtype names, the calls made
+        everything, self._nodes = _scoped_walk(self.tree)
+        self._calls = [node for node in everything if type(node) is ast.Call]
+        self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
+        self._collect_dtype_names(everything, self.module_dtype_names)
         module_scope = _Scope()
-        self._collect_dtype_names(self.tree, self.module_dtype_names)
         for statement in self.tree.body:
             if isinstance(statement, ast.ClassDef):
                 self._class(statement)
             elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._function(statement, None)
-        module_statements = [s for s in self.tree.body if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
-        self._scope_body(module_statements, module_scope, owner=None)
+        self._scope_body(self.tree.body, module_scope, owner=None, nodes=self._nodes.get(id(self.tree), []))
         return {
             "format": FORMAT,
             "imports": self.imports,
@@ -90,14 +96,14 @@ class Summarizer:
             "returned_casts": self.returned_casts,
             "arguments": self.arguments,
             "calls": sorted({
-                name for name in (_dotted(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call))
+                name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
             }),
         }
 
     # -- imports ----------------------------------------------------------------------------------
-    def _imports(self, statements, top: bool) -> None:
-        for node in ast.walk(ast.Module(body=list(statements), type_ignores=[])):
+    def _imports(self, nodes) -> None:
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -126,15 +132,15 @@ class Summarizer:
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 methods[item.name] = [item.lineno, item.end_lineno or item.lineno]
-        for _ in range(2):  # twice: an attribute assigned from another attribute
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self._function(item, node.name, record=False)
+        for item in node.body:  # attributes first, so every method sees them
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(item, node.name, record=False)
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._function(item, node.name)
+        first, last = node.lineno, node.end_lineno or node.lineno
         contains = sorted({
-            name for name in (_dotted(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)) if name
+            name for name in (_dotted(call.func) for call in self._calls if first <= call.lineno <= last) if name
             and not name.startswith("self.") and name.split(".")[-1] not in CHAIN_METHODS
         })
         self.classes[node.name] = {
@@ -150,19 +156,19 @@ class Summarizer:
         args = node.args
         params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
         scope = _Scope(params, cls)
-        self._collect_dtype_names(node, scope.dtype_names)
+        nodes = self._nodes.get(id(node), [])
         returns: set[str] = set()
         self._scope_body(node.body, scope, owner=node.name if cls is None else f"{cls}.{node.name}",
-                         returns=returns, record=record)
+                         returns=returns, record=record, nodes=nodes)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
             self.functions[key] = {"line": node.lineno, "params": list(params), "returns": sorted(returns)}
 
     # -- bindings and casts ---------------------------------------------------------------------
-    def _collect_dtype_names(self, root: ast.AST, into: dict[str, set[str]]) -> None:
+    def _collect_dtype_names(self, nodes, into: dict[str, set[str]]) -> None:
         """Names assigned an expression that spells a low dtype (``dtype = torch.float16 if ...``)."""
-        for node in ast.walk(root):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        for node in nodes:
+            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.value) in DTYPE_EXPRESSIONS:
                 target = _dotted(node.targets[0])
                 if target is None:
                     continue
@@ -171,8 +177,7 @@ class Summarizer:
                     into.setdefault(target, set()).update(lows)
 
     def _scope_body(self, statements, scope: _Scope, owner: str | None, returns: set | None = None,
-                    record: bool = True) -> None:
-        nodes = [n for s in statements for n in _walk_scope(s)]
+                    record: bool = True, nodes: list = ()) -> None:
         for _ in range(2):  # twice: a name bound from a later-bound name in a loop
             for node in nodes:
                 if isinstance(node, ast.Assign):
@@ -187,7 +192,7 @@ class Summarizer:
                     returns.update(self._refs(node.value, scope))
         if not record:
             return
-        conditions = _conditions(statements)
+        conditions = _Conditions(nodes)
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
         for node in nodes:
             if isinstance(node, ast.Call):
@@ -206,7 +211,17 @@ class Summarizer:
             if returned:
                 self.returned_casts[owner] = returned
 
-    def _low_arguments(self, call: ast.Call, conditions: dict) -> None:
+    def _segment(self, node: ast.AST) -> str:
+        """The node's source, shortened (``ast.get_source_segment`` splits the whole file each call)."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        if first == last:
+            text = self.lines[first][node.col_offset: node.end_col_offset]
+        else:
+            text = " ".join([self.lines[first][node.col_offset:], *self.lines[first + 1: last],
+                             self.lines[last][: node.end_col_offset]])
+        return _short(text)
+
+    def _low_arguments(self, call: ast.Call, conditions: "_Conditions") -> None:
         """``AlignRestore(dtype=torch.float16)``: a constructor (or function) given a low dtype by
         keyword (``torch.float16``, ``torch.bfloat16``; strings are too often config values)."""
         name = _dotted(call.func)
@@ -222,10 +237,10 @@ class Summarizer:
         if given:
             self.arguments.append({
                 "ref": name, "keywords": given, "line": call.lineno, "conditional": id(call) in conditions,
-                "text": _short(ast.get_source_segment(self.text, call) or ""),
+                "text": self._segment(call),
             })
 
-    def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: dict, anything: bool = False):
+    def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: "_Conditions", anything: bool = False):
         """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
         receiver, the name being the assignment's target)."""
         cast = self._cast_dtype(call, scope)
@@ -237,7 +252,7 @@ class Summarizer:
         condition = conditions.get(id(call))
         return name, {
             "dtype": cast[0], "conditional": cast[1] or condition is not None, "condition": condition,
-            "line": call.lineno, "text": _short(ast.get_source_segment(self.text, call) or ""),
+            "line": call.lineno, "text": self._segment(call),
         }
 
     @staticmethod
@@ -329,14 +344,14 @@ class Summarizer:
                 return low, False
             name = _dotted(arg)
             if name is not None:
-                lows = scope.dtype_names.get(name) or self.module_dtype_names.get(name)
+                lows = self.module_dtype_names.get(name)
                 if lows:
                     return sorted(lows)[0], True
                 if f"param:{name}" in scope.env.get(name, ()):
                     return f"param:{name}", True
         return None
 
-    def _cast(self, call: ast.Call, scope: _Scope, owner: str | None, conditions: dict) -> None:
+    def _cast(self, call: ast.Call, scope: _Scope, owner: str | None, conditions: "_Conditions") -> None:
         cast = self._cast_dtype(call, scope)
         if cast is None:
             return
@@ -351,7 +366,7 @@ class Summarizer:
             "conditional": conditional or condition is not None,
             "condition": condition,
             "line": call.lineno,
-            "text": _short(ast.get_source_segment(self.text, call) or ""),
+            "text": self._segment(call),
             "owner": owner,
             "class": scope.cls,
         })
@@ -362,41 +377,69 @@ def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _walk_scope(node: ast.AST):
-    """The nodes of a statement, not descending into nested functions or classes."""
-    stack = [node]
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _scoped_walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]]]:
+    """Every node, and the nodes of each scope (the module, each function) without those of
+    the definitions nested in it, in one walk. A class's statements belong to no scope."""
+    everything: list[ast.AST] = []
+    scopes: dict[int, list[ast.AST]] = {id(tree): []}
+    stack: list[tuple[ast.AST, list | None]] = [(child, scopes[id(tree)]) for child in tree.body]
     while stack:
-        current = stack.pop()
-        yield current
-        for child in ast.iter_child_nodes(current):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            stack.append(child)
+        node, scope = stack.pop()
+        everything.append(node)
+        kind = type(node)
+        if kind in SCOPES:
+            inner = scopes[id(node)] = []
+            stack.extend((child, inner) for child in node.body)
+            stack.extend((child, scope) for child in (*node.decorator_list, node.args))
+            continue
+        if scope is not None:
+            scope.append(node)
+        if kind is ast.ClassDef or kind is ast.Lambda:
+            scope = None
+        stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+    return everything, scopes
 
 
-def _conditions(statements) -> dict[int, str]:
-    """id(call) -> the source of the innermost ``if`` test (or ternary) it depends on."""
-    found: dict[int, str] = {}
+class _Conditions:
+    """``get(id(call))``: the source of the innermost ``if`` test (or ternary) a call depends
+    on, or None. Only the few calls that cast ask, so the branches are searched per call."""
 
-    def visit(node: ast.AST, test: str | None) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return
-        if isinstance(node, ast.Call) and test is not None:
-            found[id(node)] = test
-        if isinstance(node, (ast.If, ast.IfExp)):
-            visit(node.test, test)
-            inner = ast.unparse(node.test)
-            for child in (node.body if isinstance(node.body, list) else [node.body]):
-                visit(child, inner)
-            for child in (node.orelse if isinstance(node.orelse, list) else [node.orelse]):
-                visit(child, f"not ({inner})")
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, test)
+    def __init__(self, nodes) -> None:
+        self._calls = {id(n): n for n in nodes if type(n) is ast.Call}
+        self._branches: list | None = None
+        self._nodes = nodes
 
-    for statement in statements:
-        visit(statement, None)
-    return found
+    def _all_branches(self) -> list:
+        branches = []
+        for node in self._nodes:
+            if type(node) is ast.If:
+                test = ast.unparse(node.test)
+                for body, words in ((node.body, test), (node.orelse, f"not ({test})")):
+                    if body:
+                        branches.append(((body[0].lineno, body[0].col_offset),
+                                         (body[-1].end_lineno, body[-1].end_col_offset), words))
+            elif type(node) is ast.IfExp:
+                test = ast.unparse(node.test)
+                for part, words in ((node.body, test), (node.orelse, f"not ({test})")):
+                    branches.append(((part.lineno, part.col_offset), (part.end_lineno, part.end_col_offset), words))
+        return branches
+
+    def get(self, key: int) -> str | None:
+        call = self._calls.get(key)
+        if call is None:
+            return None
+        if self._branches is None:
+            self._branches = self._all_branches()
+        start, end = (call.lineno, call.col_offset), (call.end_lineno, call.end_col_offset)
+        inside = [b for b in self._branches if b[0] <= start and end <= b[1]]
+        return max(inside, key=lambda b: b[0])[2] if inside else None
+
+    def __contains__(self, key: int) -> bool:
+        return self.get(key) is not None
 
 
 def summarize(tree: ast.Module, text: str) -> dict:

@@ -1,0 +1,59 @@
+"""Time of the whole-program join against the number of files (is it linear?).
+
+    python benchmarks/project_scaling.py [--tree diffusers] [--fractions 0.25,0.5,1]
+
+On growing prefixes of one corpus tree (benchmarks/corpus.py), in one process: the per-file
+summaries (ast parse + summary; the engine computes them during the file's own check), the join
+(imports resolved, worlds, returned models, constructor arguments) and how many files the pass
+would re-check under worlds. One run: compare the ratios, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from corpus import CORPUS, ensure_corpus  # noqa: E402
+
+
+def main() -> None:
+    from dtype_lint.project.summary import summarize_tree
+    from dtype_lint.project.worlds import Project
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tree", default="diffusers")
+    parser.add_argument("--fractions", default="0.25,0.5,1")
+    options = parser.parse_args()
+    tree = next(path for path in ensure_corpus() if path.name.startswith(options.tree))
+    files = sorted(tree.rglob("*.py"))
+    print(f"{tree.name}: {len(files)} files")
+    for fraction in (float(f) for f in options.fractions.split(",")):
+        chosen = files[: max(1, int(len(files) * fraction))]
+        start = time.perf_counter()
+        summaries = {}
+        for path in chosen:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            try:
+                parsed = ast.parse(text)
+            except (SyntaxError, ValueError):
+                parsed = None
+            summaries[path.relative_to(CORPUS).as_posix()] = summarize_tree(parsed, text)
+        summarized = time.perf_counter() - start
+        start = time.perf_counter()
+        project = Project(summaries)
+        worlds, returned, arguments = project.worlds(), project.returned(), project.arguments()
+        joined = time.perf_counter() - start
+        rechecked = {p for p, _ in worlds} | set(returned) | {p for p, _ in arguments}
+        print(f"  {len(chosen):5d} files: summaries {summarized:6.2f} s ({1000 * summarized / len(chosen):.2f} ms/file), "
+              f"join {joined:6.3f} s ({1000 * joined / len(chosen):.3f} ms/file); "
+              f"{len(worlds)} classes with worlds, {len(rechecked)} files to re-check")
+
+
+if __name__ == "__main__":
+    main()
