@@ -108,14 +108,18 @@ def check(out: Path, jobs: int | None) -> None:
     from dtype_lint.engine import check_files
 
     settings = Settings()
-    files = python_files(ensure_corpus())
+    trees = ensure_corpus()
+    files = python_files(trees)
     print(f"{len(files)} files", flush=True)
     errors = 0
     with out.open("w", encoding="utf-8") as sink:
-        for report in check_files([(f, str(CORPUS / f)) for f in files], settings, jobs):
-            errors += len(report.internal_errors)
-            for finding in report.findings:
-                sink.write(json.dumps(finding.to_json(), sort_keys=True) + "\n")
+        # each project is checked as one program, as `dtype-lint check <project>` does
+        for tree in trees:
+            own = [f for f in files if f.startswith(tree.name + "/")]
+            for report in check_files([(f, str(CORPUS / f)) for f in own], settings, jobs, project=True):
+                errors += len(report.internal_errors)
+                for finding in report.findings:
+                    sink.write(json.dumps(finding.to_json(), sort_keys=True) + "\n")
     print(f"internal errors: {errors}")
 
 

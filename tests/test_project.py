@@ -177,3 +177,14 @@ def test_world_rules_are_registered_codes():
 
     codes = {rule.code for rule in all_rules()}
     assert recheck.WORLD_RULES <= codes and recheck.TRAINING_RULES <= codes
+
+
+def test_constructor_dtype_from_a_caller_in_another_file():
+    folder = PROJECTS / "ctor_dtype_argument"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.message.startswith(
+        "`Whitener` gets `dtype` float16 (features.py:7, `Whitener(features.shape[1], dtype=torch.float16)`) "
+        "from a caller: `torch.linalg.inv`"
+    )
+    assert finding.confidence.name == "MEDIUM"  # other callers may build it in float32
