@@ -1,11 +1,12 @@
 """Time of the whole-program join against the number of files (is it linear?).
 
-    python benchmarks/project_scaling.py [--tree diffusers] [--fractions 0.25,0.5,1]
+    python benchmarks/project_scaling.py [--tree diffusers] [--fractions 0.25,0.5,1] [--check]
 
 On growing prefixes of one corpus tree (benchmarks/corpus.py), in one process: the per-file
 summaries (ast parse + summary; the engine computes them during the file's own check), the join
 (imports resolved, worlds, returned models, constructor arguments) and how many files the pass
-would re-check under worlds. One run: compare the ratios, not the absolute times.
+would re-check under worlds. ``--check`` also times the whole check of each prefix (one job, no
+cache) with and without the project pass, alternated. One run: compare ratios, not absolute times.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tree", default="diffusers")
     parser.add_argument("--fractions", default="0.25,0.5,1")
+    parser.add_argument("--check", action="store_true", help="also time check_files with and without the pass")
     options = parser.parse_args()
     tree = next(path for path in ensure_corpus() if path.name.startswith(options.tree))
     files = sorted(tree.rglob("*.py"))
@@ -53,6 +55,19 @@ def main() -> None:
         print(f"  {len(chosen):5d} files: summaries {summarized:6.2f} s ({1000 * summarized / len(chosen):.2f} ms/file), "
               f"join {joined:6.3f} s ({1000 * joined / len(chosen):.3f} ms/file); "
               f"{len(worlds)} classes with worlds, {len(rechecked)} files to re-check")
+        if options.check:
+            from dtype_lint.config import Settings
+            from dtype_lint.engine import check_files
+
+            work = [(path.relative_to(CORPUS).as_posix(), str(path)) for path in chosen]
+            timings = {False: [], True: []}
+            for project in (False, True, False, True):
+                start = time.perf_counter()
+                check_files(work, Settings(), jobs=1, project=project)
+                timings[project].append(time.perf_counter() - start)
+            local, whole = min(timings[False]), min(timings[True])
+            print(f"         check: file-local {local:6.2f} s, with the project pass {whole:6.2f} s "
+                  f"(x{whole / local:.3f})")
 
 
 if __name__ == "__main__":

@@ -520,7 +520,7 @@ class Interpreter:
                     self._bind(element.value, None, frame, None)
                     continue
                 item = items[index] if items is not None and index < len(items) else None
-                if items is None and value is not None and value.kind == TENSOR and value.dtypes:
+                if items is None and value is not None and value.kind == TENSOR and value.certain and _splits(source):
                     item = value  # ``q, k, v = x.chunk(3)``: the pieces of a tensor keep its dtype
                 self._bind(element.value, item, frame, None)
         elif isinstance(target, cst.Subscript):
@@ -1805,6 +1805,15 @@ class _Nothing:
 
 
 NOTHING = _Nothing()
+
+
+# Tensor methods whose results are pieces of the tensor (``values, indices = x.sort()`` is not).
+SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"})
+
+
+def _splits(source) -> bool:
+    return isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+        and source.func.attr.value in SPLITTING_METHODS and dotted_name(source.func.value) != "torch"
 
 
 def _looks_like_module(expr: cst.BaseExpression) -> bool:
