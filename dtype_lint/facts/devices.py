@@ -90,7 +90,9 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
     elif not found and isinstance(scope, cst.FunctionDef) and "." not in name:
         found |= device_choices(ctx, expr, ctx.module, depth + 1)  # a module-level ``device = ...``
     if not found and "." in name:
-        found |= device_choices(ctx, _argparse_default(ctx, name.rsplit(".", 1)[-1]), ctx.module, depth + 1)
+        default_flag = _argparse_default(ctx, name.rsplit(".", 1)[-1])
+        if default_flag is not None:  # the flag's default; the command line may name another
+            found |= device_choices(ctx, default_flag, ctx.module, depth + 1) | {OTHER}
     return frozenset(found)
 
 

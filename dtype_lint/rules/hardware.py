@@ -114,7 +114,7 @@ class Fp16OnCpu(Rule):
                 where = "on the CPU (nothing in this file places it on a GPU)"
                 confidence = Confidence.MEDIUM
             elif devices.CPU in placed:
-                where = "on the CPU when there is no GPU" if placed != {devices.CPU} else "on the CPU"
+                where = "on the CPU" if placed == {devices.CPU} else "on the CPU on some paths (its device may be `\"cpu\"`)"
                 certain = placed == {devices.CPU} and module.only(FP16) and module.certain
                 confidence = Confidence.HIGH if certain else Confidence.MEDIUM
             else:
