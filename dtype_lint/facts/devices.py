@@ -25,6 +25,9 @@ PLACING_WRAPPERS = frozenset({
     "prepare", "prepare_model", "initialize", "setup", "setup_module", "DataParallel",
     "DistributedDataParallel", "FullyShardedDataParallel", "dispatch_model", "init_inference",
 })
+# What a model moved by a chained ``.cpu()`` may be for besides running: saving or reading it.
+SAVING = frozenset({"save_pretrained", "state_dict", "save", "push_to_hub", "save_model", "parameters",
+                    "named_parameters", "numpy", "tolist", "item"})
 DTYPE_WORDS = re.compile(r"(^|\.)(float16|half|bfloat16|float32|float|float64|double)$|dtype")
 
 
@@ -132,6 +135,12 @@ def _move_device(ctx, call: cst.Call, scope: cst.CSTNode) -> frozenset[str] | No
     return device_choices(ctx, device, scope) or frozenset({OTHER})
 
 
+def _only_to_save(ctx, call: cst.Call) -> bool:
+    """``model.cpu().save_pretrained(path)``: moved to be written out, not to run."""
+    parent = ctx.parent(call)
+    return isinstance(parent, cst.Attribute) and parent.attr.value in SAVING
+
+
 def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
     """Every device model ``key`` is placed on in ``scope`` (OTHER when a wrapper places it or the
     device is unknown); None when nothing in the scope places it."""
@@ -148,6 +157,8 @@ def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
         if not is_move and keyword(call, "device_map") is None and keyword(call, "device") is None:
             continue
         if chain_root(call) != key and _assigned_to(ctx, call) != key:
+            continue
+        if _only_to_save(ctx, call):
             continue
         devices = _move_device(ctx, call, scope)
         if devices is not None:

@@ -16,6 +16,7 @@ from dtype_lint.facts.flow.values import FP16, Value
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
 from dtype_lint.findings import Confidence
+from dtype_lint.rules.autocast_dtype import TEST_FILE
 from dtype_lint.rules.base import Invalid, Rule
 
 # Methods that run a model (besides calling it): inference entry points of HF, YOLO, GLM, whisper...
@@ -28,6 +29,7 @@ DEVICE_AWARE = re.compile(r"cuda|cpu|device|gpu|mps|is_available|is_bf16_support
 # A file that never names a GPU (nor a framework that places models) runs its models on the CPU.
 PLACES_ON_GPU = re.compile(r"cuda|device|gpu|accelerat|deepspeed|xla|mps|npu|tpu|lightning", re.IGNORECASE)
 STOPS = (cst.Raise,)
+GPU_ONLY_DECORATOR = re.compile(r"gpu|cuda|non_cpu|accelerator|is_available", re.IGNORECASE)
 EXIT_CALLS = frozenset({"exit", "quit", "_exit"})
 
 
@@ -119,6 +121,10 @@ class Fp16OnCpu(Rule):
                 confidence = Confidence.HIGH if certain else Confidence.MEDIUM
             else:
                 continue
+            if self._gpu_only_scope(call):
+                continue
+            if TEST_FILE.search(self.ctx.path.replace("\\", "/")):
+                confidence = Confidence.LOW  # a test suite runs on the hardware its CI chose
             reported.add(cast)
             self.report(
                 cast,
@@ -200,6 +206,16 @@ class Fp16OnCpu(Rule):
         words = training_facts(self.ctx).identifiers
         strings = (n.value for n in self.ctx.all_nodes if type(n) is cst.SimpleString)
         return any(PLACES_ON_GPU.search(w) for w in words) or any(PLACES_ON_GPU.search(s) for s in strings)
+
+    def _gpu_only_scope(self, node: cst.CSTNode) -> bool:
+        """A function or class decorated as GPU-only (``@require_torch_gpu``, ``@require_non_cpu``,
+        ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``)."""
+        current = self.ctx.enclosing(node, cst.FunctionDef, cst.ClassDef)
+        while current is not None:
+            if any(GPU_ONLY_DECORATOR.search(self.ctx.code_for(d.decorator)) for d in current.decorators):
+                return True
+            current = self.ctx.enclosing(current, cst.FunctionDef, cst.ClassDef)
+        return False
 
     def _stops_without_gpu(self) -> bool:
         """The program refuses to run without CUDA (``assert torch.cuda.is_available()``, or an
