@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import pipelines
 from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import trains_only_requires_grad
@@ -392,6 +393,22 @@ class DtypeToggleWithOptimizer(Rule):
                     confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
                 )
                 break
+        self._shared_pipeline_casts()
+
+    def _shared_pipeline_casts(self) -> None:
+        """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
+        for shared in pipelines.shared_module_casts(self.ctx):
+            if self._loop_with_step(shared.site) is None:
+                continue
+            through = "" if shared.site is shared.cast else f" (called from line {_line(self.ctx, shared.site)})"
+            self.report(
+                shared.cast,
+                f"this casts the pipeline built at line {_line(self.ctx, shared.pipeline)}, which holds `{shared.module}`"
+                f" while an optimizer trains it{through}: `.to(dtype=...)` casts every component, so the trained"
+                " weights (float32 LoRA/master parameters) become low precision mid-training (\"Attempting to"
+                " unscale FP16 gradients.\" at the next step); move the pipeline with `.to(device)` only",
+                confidence=Confidence.MEDIUM,
+            )
 
     def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = self.ctx.parent(node)
