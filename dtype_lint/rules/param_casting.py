@@ -313,7 +313,12 @@ class DtypeToggleWithOptimizer(Rule):
     """## What it does
     Flags a cast of a whole model (`model.float()`, `model.half()`, `model.to(torch.bfloat16)`)
     inside a training loop, after an optimizer was built over that model's parameters in another
-    dtype, when the loop does not cast it back.
+    dtype, when the loop does not cast it back. Also a library pipeline that holds the model
+    being trained (`Pipe.from_pretrained(..., unet=accelerator.unwrap_model(unet))`) moved with a
+    low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
+    validation helper of the same file): that cast reaches every component, the trained one
+    included (huggingface/diffusers#13895, #9565), while `from_pretrained`'s own `torch_dtype`
+    leaves passed modules alone.
 
     ## Why is this bad?
     Module casts replace `param.data` in place, but the optimizer state (Adam's `exp_avg`,

@@ -326,7 +326,11 @@ class Fp16TrainableParams(Rule):
     `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
     scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`,
     Lightning's `precision="16-mixed"`, whose `trainer.fit(model)` is checked too) and attaches no
-    PEFT adapters. When only part of the model is float16 and the optimizer is
+    PEFT adapters. When the loss scaling is a run-time choice (`Accelerator(mixed_precision=
+    args.mixed_precision)` whose flag offers "fp16", as its argparse choices or the literals the
+    file compares it with say) and the weights follow the same choice (`from_pretrained(...,
+    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence and
+    sits on that load or cast. When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level).
