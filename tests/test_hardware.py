@@ -103,8 +103,10 @@ def test_a_flag_tied_to_the_device_is_clean(guard):
 
 
 def test_a_file_that_never_places_its_model_runs_it_on_the_cpu():
-    source = "import torch\nmodel = torch.hub.load('repo', 'net')\nmodel.half()\nmodel(frame)\n"
+    source = "import torch\nmodel = torch.hub.load('repo', 'net')\nmodel.half()\nmodel(frame)\nif __name__ == '__main__':\n    pass\n"
     assert dtl709(source) == [(3, Confidence.MEDIUM)]
+    # ... in a script: a library's model may be placed by whoever imports it
+    assert dtl709(source.replace("__main__", "__other__")) == []
     # ... but not when the code names a GPU anywhere (comments do not count).
     assert dtl709("# needs a GPU\n" + source) == [(4, Confidence.MEDIUM)]
     assert dtl709(source + "x = frame.cuda()\n") == []

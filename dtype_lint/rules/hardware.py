@@ -38,8 +38,8 @@ class Fp16OnCpu(Rule):
     Flags a model cast to float16 (`.half()`, `.to(torch.float16)`, `from_pretrained(dtype=
     torch.float16)`, a helper that halves it) that then runs on the CPU on some path: it is moved
     to a device that may be `"cpu"` (`"cuda" if torch.cuda.is_available() else "cpu"`, a
-    `device="cpu"` default, an argparse `--device` defaulting to `cpu`, `.cpu()`), or it is run in a
-    file that never places anything on a GPU. A float16 cast whose condition or dtype choice looks
+    `device="cpu"` default, an argparse `--device` defaulting to `cpu`, `.cpu()`), or it is run by a
+    script (an `if __name__ == "__main__":` entry point) that never places anything on a GPU. A float16 cast whose condition or dtype choice looks
     at the device (`half &= device.type != "cpu"`, `torch.float16 if device == "cuda" else
     torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively).
 
@@ -88,7 +88,10 @@ class Fp16OnCpu(Rule):
             "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
             "model = AutoModel.from_pretrained('m', dtype=torch.float16)\nmodel.to(device)\nmodel.generate(ids)\n"
         ),
-        Invalid("import torch\nmodel = torch.hub.load('ultralytics/yolov5', 'yolov5s')\nmodel.half()\nmodel(frame)\n"),
+        Invalid(
+            "import torch\ndef main():\n    model = torch.hub.load('ultralytics/yolov5', 'yolov5s')\n    model.half()\n"
+            "    model(frame)\nif __name__ == '__main__':\n    main()\n"
+        ),
         Invalid(
             "import torch\ndef run(model, x, device='cpu', half=False):\n    model.to(device)\n"
             "    if half:\n        model.half()\n    return model(x)\n"
@@ -111,7 +114,9 @@ class Fp16OnCpu(Rule):
                 continue
             placed = devices.placements(self.ctx, key, scope)
             if placed is None:
-                if not running or self._names_a_gpu():
+                if not running or self._names_a_gpu() or "__main__" not in self.ctx.text:
+                    # Only an entry point is known to run where it stands: an importer may place
+                    # a library's model on a GPU.
                     continue
                 where = "on the CPU (nothing in this file places it on a GPU)"
                 confidence = Confidence.MEDIUM
