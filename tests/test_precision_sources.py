@@ -275,3 +275,22 @@ def test_trained_weights_loaded_in_the_dtype_of_a_run_time_fp16_setting_are_dtl3
 @pytest.mark.parametrize("load", ["revision=None", "torch_dtype=torch.float32"])
 def test_trained_weights_kept_float32_under_a_run_time_fp16_setting_are_clean(load):
     assert dtl302(CONDITIONAL_FP16.format(load=load)) == []
+
+
+RUN_TIME_FP16_ON_BF16 = """\
+import torch
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("m", dtype=torch.bfloat16)
+args = TrainingArguments(
+    "out",
+    fp16={fp16},
+)
+Trainer(model=model, args=args).train()
+"""
+
+
+def test_a_run_time_fp16_setting_over_a_bf16_model_is_dtl301_at_the_setting():
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else True")) == [(7, Confidence.MEDIUM)]
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="True")) == [(9, Confidence.HIGH)]
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else False")) == []

@@ -104,6 +104,7 @@ class Found:
     node: cst.CSTNode
     effect: Effect
     description: str  # ``Accelerator(mixed_precision="fp16")`` in words, for messages
+    setting: cst.CSTNode | None = None  # the argument's value when chosen at run time (where a fix goes)
 
 
 def _literal(node: cst.BaseExpression):
@@ -194,7 +195,8 @@ def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]
                     if effect is not None and effect not in seen:
                         seen.add(effect)
                         description = f"`{source.argument}={cst.Module([]).code_for_node(value_node)}` (\"{value}\" on some runs)"
-                        yield Found(source.framework, call, dataclasses.replace(effect, conditional=True), description)
+                        yield Found(source.framework, call, dataclasses.replace(effect, conditional=True), description,
+                                    value_node)
                 continue
         value = _literal(value_node)
         if source.argument in ("torch_dtype", "dtype"):

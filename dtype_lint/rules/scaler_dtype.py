@@ -178,12 +178,12 @@ class ScalerWithBf16(Rule):
             if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
                 continue
             self.report(
-                call,
+                source.setting or call,  # a run-time setting: report the setting, which the fix changes
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
                 f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
                 " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
-                confidence=Confidence.HIGH if value.dtype == "bf16" else Confidence.MEDIUM,
+                confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
             )
 
     def _driving_source(self, call: cst.Call, framework, scaling, found):
