@@ -294,3 +294,30 @@ def test_a_run_time_fp16_setting_over_a_bf16_model_is_dtl301_at_the_setting():
     assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else True")) == [(7, Confidence.MEDIUM)]
     assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="True")) == [(9, Confidence.HIGH)]
     assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else False")) == []
+
+
+CLI_ARGS = """\
+import torch
+import transformers
+
+
+def train():
+    parser = transformers.HfArgumentParser(({classes}))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.name)
+    model = model.to({dtype})
+    transformers.Trainer(model=model, args=training_args).train()
+"""
+
+
+def test_training_arguments_from_the_command_line_may_be_fp16_or_bf16():
+    found = sources(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.bfloat16"))
+    assert found == [("transformers", Effect(autocast="fp16", scaler=True, conditional=True)),
+                     ("transformers", Effect(autocast="bf16", conditional=True))]
+
+
+def test_a_hard_coded_bf16_cast_under_command_line_training_arguments_is_dtl301_at_the_cast():
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.bfloat16")) \
+        == [(9, Confidence.MEDIUM)]
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.float32")) == []
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, DataArguments", dtype="torch.bfloat16")) == []

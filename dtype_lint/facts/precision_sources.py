@@ -90,6 +90,9 @@ FLAG_EFFECTS = {
     "--mixed-precision": Effect(autocast=FP16, conditional=True),
 }
 ADD_ARGUMENT = "add_argument"
+# transformers/trl parsers of TrainingArguments from the command line or a config file.
+ARGUMENT_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+CLI_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file"})
 # DeepSpeed config dicts: ``{"fp16": {"enabled": True}}`` trains fp16 parameters with its own scaler.
 DEEPSPEED_KEYS = {"fp16": Effect(params=FP16, scaler=True), "bf16": Effect(params=BF16)}
 # Dtype names as idioms spell them (diffusers' ``weight_dtype``, nanoGPT's ``dtype`` string).
@@ -209,6 +212,22 @@ def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]
             yield Found(source.framework, call, effect, f"`{source.argument}={shown}`")
 
 
+def _parsed_training_arguments(call: cst.Call, parsers: dict[str, cst.Call]) -> list[Found]:
+    """``parser.parse_args_into_dataclasses()`` of an ``HfArgumentParser`` over a
+    ``*TrainingArguments``/``*Config`` class: ``--fp16`` and ``--bf16`` come from the command line,
+    each a reachable configuration."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in CLI_PARSES):
+        return []
+    parser = parsers.get(dotted_name(call.func.value) or "")
+    if parser is None:
+        return []
+    classes = [dotted_name(n) or "" for n in walk(parser) if isinstance(n, (cst.Name, cst.Attribute))]
+    if not any(c.endswith("TrainingArguments") or c.endswith("SFTConfig") for c in classes):
+        return []
+    return [Found("transformers", call, dataclasses.replace(AMP_FP16, conditional=True), "`--fp16` on the command line"),
+            Found("transformers", call, dataclasses.replace(AMP_BF16, conditional=True), "`--bf16` on the command line")]
+
+
 def _flag(call: cst.Call) -> Found | None:
     if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == ADD_ARGUMENT):
         return None
@@ -260,10 +279,15 @@ def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Fou
 def _find(module: cst.Module, names: ImportTable) -> list[Found]:
     found: list[Found] = []
     flags = _flag_choices(module)
+    parsers: dict[str, cst.Call] = {}
     for node in walk(module, into_definitions=True):
         kind = type(node)
+        if kind is cst.Assign and isinstance(node.value, cst.Call) and len(node.targets) == 1 \
+                and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ARGUMENT_PARSERS:
+            parsers[dotted_name(node.targets[0].target) or ""] = node.value
         if kind is cst.Call:
             found.extend(_catalog_matches(names, node, flags))
+            found.extend(_parsed_training_arguments(node, parsers))
             flag = _flag(node)
             if flag is not None:
                 found.append(flag)

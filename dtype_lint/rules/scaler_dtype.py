@@ -55,6 +55,15 @@ TRAINS_MODEL = {"Trainer": "transformers", "Seq2SeqTrainer": "transformers", "SF
                 "prepare": "accelerate", "prepare_model": "accelerate", "fit": "lightning"}
 
 
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """``args`` for ``args``, ``(model_args, args)`` and ``[args]`` targets."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {e.value.value for e in target.elements if isinstance(e.value, cst.Name)}
+    return set()
+
+
 class ScalerWithBf16(Rule):
     """## What it does
     Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
@@ -177,8 +186,13 @@ class ScalerWithBf16(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
                 continue
+            anchor = source.setting or call  # a run-time setting: report the setting, which the fix changes
+            if source.effect.conditional and source.setting is None:
+                # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
+                origin = value.origin_of("bf16")
+                anchor = origin.node if origin is not None else call
             self.report(
-                source.setting or call,  # a run-time setting: report the setting, which the fix changes
+                anchor,
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
                 f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
@@ -202,7 +216,7 @@ class ScalerWithBf16(Rule):
                 return source
             assign = self.ctx.parent(source.node)
             if isinstance(driver, cst.Name) and isinstance(assign, cst.Assign) and any(
-                isinstance(t.target, cst.Name) and t.target.value == driver.value for t in assign.targets
+                driver.value in _bound_names(t.target) for t in assign.targets
             ):
                 return source
         return None
