@@ -131,12 +131,12 @@ def _dtype_spelling(node: cst.BaseExpression) -> str | None:
     return DTYPE_SPELLINGS.get(text) if text is not None else None
 
 
-def _flag_choices(module: cst.Module) -> dict[str, tuple]:
+def _flag_choices(nodes: list[cst.CSTNode]) -> dict[str, tuple]:
     """The literal values a run-time setting may take: by flag name (``mixed_precision``), its
     argparse ``choices=`` and ``default=`` (``add_argument("--mixed_precision", choices=["no",
     "fp16", "bf16"])``); by dotted name (``args.mixed_precision``), the literals it is compared with."""
     table: dict[str, tuple] = {}
-    for node in walk(module, into_definitions=True):
+    for node in nodes:
         if type(node) is cst.Comparison:
             # ``args.mixed_precision == "fp16"``: the program expects that value (the parser may be
             # in another file).
@@ -277,15 +277,23 @@ def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Fou
 
 
 def _find(module: cst.Module, names: ImportTable) -> list[Found]:
-    found: list[Found] = []
-    flags = _flag_choices(module)
-    parsers: dict[str, cst.Call] = {}
+    # One walk collects the candidates; the run-time settings (argparse flags, compared literals)
+    # must all be known before the calls that read them are matched, wherever they are defined.
+    candidates: list[cst.CSTNode] = []
     for node in walk(module, into_definitions=True):
         kind = type(node)
-        if kind is cst.Assign and isinstance(node.value, cst.Call) and len(node.targets) == 1 \
-                and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ARGUMENT_PARSERS:
-            parsers[dotted_name(node.targets[0].target) or ""] = node.value
-        if kind is cst.Call:
+        if kind is cst.Call or kind is cst.Dict or kind is cst.IfExp or kind is cst.Comparison or kind is cst.Assign:
+            candidates.append(node)
+    flags = _flag_choices(candidates)
+    parsers: dict[str, cst.Call] = {}
+    found: list[Found] = []
+    for node in candidates:
+        kind = type(node)
+        if kind is cst.Assign:
+            if isinstance(node.value, cst.Call) and len(node.targets) == 1 \
+                    and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ARGUMENT_PARSERS:
+                parsers[dotted_name(node.targets[0].target) or ""] = node.value
+        elif kind is cst.Call:
             found.extend(_catalog_matches(names, node, flags))
             found.extend(_parsed_training_arguments(node, parsers))
             flag = _flag(node)
