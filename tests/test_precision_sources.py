@@ -226,3 +226,98 @@ def test_torch_clip_after_accelerator_backward_under_fp16_is_dtl303():
 ])
 def test_accelerate_clip_without_scaled_gradients_is_clean(precision, clip):
     assert dtl303(precision, clip) == []
+
+
+# -- settings chosen at run time: each catalog value the setting may take is a conditional source --
+@pytest.mark.parametrize("source, expected", [
+    # argparse choices (and default) of the flag the argument reads
+    ("from accelerate import Accelerator\nparser.add_argument('--mixed_precision', choices=['no', 'fp16'])\n"
+     "Accelerator(mixed_precision=args.mixed_precision)\n",
+     [("argparse", FLAG_EFFECTS["--mixed_precision"]), ("accelerate", Effect(autocast="fp16", scaler=True, conditional=True))]),
+    # the literals the program compares the setting with (its parser may be in another file)
+    ("import lightning as L\nif cfg.precision == 'bf16-true':\n    pass\nL.Trainer(precision=cfg.precision)\n",
+     [("lightning", Effect(params="bf16", conditional=True))]),
+    # a ternary of literals
+    ("from accelerate import Accelerator\nAccelerator(mixed_precision='bf16' if fast else 'no')\n",
+     [("accelerate", Effect(autocast="bf16", conditional=True))]),
+    # a setting nothing in the file names a value for stays unknown
+    ("from accelerate import Accelerator\nAccelerator(mixed_precision=config['mixed_precision'])\n", []),
+])
+def test_run_time_settings_are_conditional_sources(source, expected):
+    assert sources(source) == expected
+
+
+CONDITIONAL_FP16 = """\
+import torch
+from accelerate import Accelerator
+from diffusers import UNet2DConditionModel
+
+
+def main(args):
+    accelerator = Accelerator(mixed_precision=args.mixed_precision)
+    weight_dtype = torch.float16 if args.mixed_precision == "fp16" else torch.float32
+    unet = UNet2DConditionModel.from_pretrained(args.model, subfolder="unet", {load})
+    optimizer = torch.optim.AdamW(unet.parameters(), lr=1e-5)
+    unet, optimizer = accelerator.prepare(unet, optimizer)
+"""
+
+
+def dtl302(source: str) -> list[tuple[int, Confidence]]:
+    report = check_text(source, "train.py", Settings(select=("DTL302",), min_confidence=Confidence.LOW))
+    assert not report.internal_errors, report.internal_errors
+    return [(f.line, f.confidence) for f in report.findings]
+
+
+def test_trained_weights_loaded_in_the_dtype_of_a_run_time_fp16_setting_are_dtl302_at_the_load():
+    assert dtl302(CONDITIONAL_FP16.format(load="torch_dtype=weight_dtype")) == [(9, Confidence.MEDIUM)]
+
+
+@pytest.mark.parametrize("load", ["revision=None", "torch_dtype=torch.float32"])
+def test_trained_weights_kept_float32_under_a_run_time_fp16_setting_are_clean(load):
+    assert dtl302(CONDITIONAL_FP16.format(load=load)) == []
+
+
+RUN_TIME_FP16_ON_BF16 = """\
+import torch
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("m", dtype=torch.bfloat16)
+args = TrainingArguments(
+    "out",
+    fp16={fp16},
+)
+Trainer(model=model, args=args).train()
+"""
+
+
+def test_a_run_time_fp16_setting_over_a_bf16_model_is_dtl301_at_the_setting():
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else True")) == [(7, Confidence.MEDIUM)]
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="True")) == [(9, Confidence.HIGH)]
+    assert dtl301(RUN_TIME_FP16_ON_BF16.format(fp16="False if use_cpu else False")) == []
+
+
+CLI_ARGS = """\
+import torch
+import transformers
+
+
+def train():
+    parser = transformers.HfArgumentParser(({classes}))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.name)
+    model = model.to({dtype})
+    transformers.Trainer(model=model, args=training_args).train()
+"""
+
+
+def test_training_arguments_from_the_command_line_may_be_fp16_or_bf16():
+    found = sources(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.bfloat16"))
+    assert found == [("transformers", Effect(autocast="fp16", scaler=True, conditional=True)),
+                     ("transformers", Effect(autocast="bf16", conditional=True))]
+
+
+def test_a_hard_coded_bf16_cast_under_command_line_training_arguments_is_dtl301_at_the_cast():
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.bfloat16")) \
+        == [(9, Confidence.MEDIUM)]
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.float32")) == []
+    assert dtl301(CLI_ARGS.format(classes="ModelArguments, DataArguments", dtype="torch.bfloat16")) == []

@@ -18,7 +18,7 @@ import dataclasses
 import libcst as cst
 
 from .amp import literal_bool, literal_string
-from .names import ImportTable
+from .names import ImportTable, dotted_name
 from .training import keyword, walk
 from .flow.values import BF16, FP16
 
@@ -90,6 +90,9 @@ FLAG_EFFECTS = {
     "--mixed-precision": Effect(autocast=FP16, conditional=True),
 }
 ADD_ARGUMENT = "add_argument"
+# transformers/trl parsers of TrainingArguments from the command line or a config file.
+ARGUMENT_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+CLI_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file"})
 # DeepSpeed config dicts: ``{"fp16": {"enabled": True}}`` trains fp16 parameters with its own scaler.
 DEEPSPEED_KEYS = {"fp16": Effect(params=FP16, scaler=True), "bf16": Effect(params=BF16)}
 # Dtype names as idioms spell them (diffusers' ``weight_dtype``, nanoGPT's ``dtype`` string).
@@ -104,6 +107,7 @@ class Found:
     node: cst.CSTNode
     effect: Effect
     description: str  # ``Accelerator(mixed_precision="fp16")`` in words, for messages
+    setting: cst.CSTNode | None = None  # the argument's value when chosen at run time (where a fix goes)
 
 
 def _literal(node: cst.BaseExpression):
@@ -127,7 +131,57 @@ def _dtype_spelling(node: cst.BaseExpression) -> str | None:
     return DTYPE_SPELLINGS.get(text) if text is not None else None
 
 
-def _catalog_matches(names: ImportTable, call: cst.Call):
+def _flag_choices(nodes: list[cst.CSTNode]) -> dict[str, tuple]:
+    """The literal values a run-time setting may take: by flag name (``mixed_precision``), its
+    argparse ``choices=`` and ``default=`` (``add_argument("--mixed_precision", choices=["no",
+    "fp16", "bf16"])``); by dotted name (``args.mixed_precision``), the literals it is compared with."""
+    table: dict[str, tuple] = {}
+    for node in nodes:
+        if type(node) is cst.Comparison:
+            # ``args.mixed_precision == "fp16"``: the program expects that value (the parser may be
+            # in another file).
+            left = dotted_name(node.left)
+            if left is not None:
+                compared = tuple(_literal(t.comparator) for t in node.comparisons
+                                 if isinstance(t.operator, (cst.Equal, cst.NotEqual)))
+                table[left] = table.get(left, ()) + tuple(v for v in compared if v is not None)
+            continue
+        if type(node) is not cst.Call or not (isinstance(node.func, cst.Attribute) and node.func.attr.value == ADD_ARGUMENT):
+            continue
+        flag = next((literal_string(a.value) for a in node.args if a.keyword is None
+                     and (literal_string(a.value) or "").startswith("--")), None)
+        if flag is None:
+            continue
+        values: list = []
+        choices = keyword(node, "choices")
+        if isinstance(choices, (cst.List, cst.Tuple, cst.Set)):
+            values.extend(_literal(e.value) for e in choices.elements)
+        default = keyword(node, "default")
+        if default is not None:
+            values.append(_literal(default))
+        dest = flag[2:].replace("-", "_")
+        table[dest] = table.get(dest, ()) + tuple(v for v in values if v is not None)
+    return table
+
+
+def _value_choices(value_node: cst.BaseExpression, flags: dict[str, tuple]) -> tuple[tuple, bool]:
+    """The literal values an argument may take, and whether it is one of several (conditional):
+    a literal; a ternary of literals; an argparse flag's choices and default (``args.precision``)."""
+    value = _literal(value_node)
+    if value is not None:
+        return (value,), False
+    if isinstance(value_node, cst.IfExp):
+        branches = (_literal(value_node.body), _literal(value_node.orelse))
+        return tuple(b for b in branches if b is not None), True
+    if isinstance(value_node, cst.Attribute):
+        name = dotted_name(value_node)
+        return flags.get(value_node.attr.value, ()) + flags.get(name, ()), True
+    if isinstance(value_node, cst.Name):
+        return flags.get(value_node.value, ()), True
+    return (), False
+
+
+def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]):
     method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
     for source in CATALOG:
         if not (names.matches(call.func, *source.callables) or (method is not None and method in source.callables)):
@@ -135,6 +189,18 @@ def _catalog_matches(names: ImportTable, call: cst.Call):
         value_node = keyword(call, source.argument)
         if value_node is None:
             continue
+        if source.argument not in ("torch_dtype", "dtype"):
+            values, chosen = _value_choices(value_node, flags)
+            if chosen:  # several values: each one a reachable configuration
+                seen = set()
+                for value in values:
+                    effect = source.effects.get(value)
+                    if effect is not None and effect not in seen:
+                        seen.add(effect)
+                        description = f"`{source.argument}={cst.Module([]).code_for_node(value_node)}` (\"{value}\" on some runs)"
+                        yield Found(source.framework, call, dataclasses.replace(effect, conditional=True), description,
+                                    value_node)
+                continue
         value = _literal(value_node)
         if source.argument in ("torch_dtype", "dtype"):
             value = {FP16: "float16", BF16: "bfloat16"}.get(_dtype_spelling(value_node))
@@ -144,6 +210,22 @@ def _catalog_matches(names: ImportTable, call: cst.Call):
             if source.argument in ("torch_dtype", "dtype"):
                 shown = f"torch.{value}"
             yield Found(source.framework, call, effect, f"`{source.argument}={shown}`")
+
+
+def _parsed_training_arguments(call: cst.Call, parsers: dict[str, cst.Call]) -> list[Found]:
+    """``parser.parse_args_into_dataclasses()`` of an ``HfArgumentParser`` over a
+    ``*TrainingArguments``/``*Config`` class: ``--fp16`` and ``--bf16`` come from the command line,
+    each a reachable configuration."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in CLI_PARSES):
+        return []
+    parser = parsers.get(dotted_name(call.func.value) or "")
+    if parser is None:
+        return []
+    classes = [dotted_name(n) or "" for n in walk(parser) if isinstance(n, (cst.Name, cst.Attribute))]
+    if not any(c.endswith("TrainingArguments") or c.endswith("SFTConfig") for c in classes):
+        return []
+    return [Found("transformers", call, dataclasses.replace(AMP_FP16, conditional=True), "`--fp16` on the command line"),
+            Found("transformers", call, dataclasses.replace(AMP_BF16, conditional=True), "`--bf16` on the command line")]
 
 
 def _flag(call: cst.Call) -> Found | None:
@@ -195,11 +277,25 @@ def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Fou
 
 
 def _find(module: cst.Module, names: ImportTable) -> list[Found]:
-    found: list[Found] = []
+    # One walk collects the candidates; the run-time settings (argparse flags, compared literals)
+    # must all be known before the calls that read them are matched, wherever they are defined.
+    candidates: list[cst.CSTNode] = []
     for node in walk(module, into_definitions=True):
         kind = type(node)
-        if kind is cst.Call:
-            found.extend(_catalog_matches(names, node))
+        if kind is cst.Call or kind is cst.Dict or kind is cst.IfExp or kind is cst.Comparison or kind is cst.Assign:
+            candidates.append(node)
+    flags = _flag_choices(candidates)
+    parsers: dict[str, cst.Call] = {}
+    found: list[Found] = []
+    for node in candidates:
+        kind = type(node)
+        if kind is cst.Assign:
+            if isinstance(node.value, cst.Call) and len(node.targets) == 1 \
+                    and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ARGUMENT_PARSERS:
+                parsers[dotted_name(node.targets[0].target) or ""] = node.value
+        elif kind is cst.Call:
+            found.extend(_catalog_matches(names, node, flags))
+            found.extend(_parsed_training_arguments(node, parsers))
             flag = _flag(node)
             if flag is not None:
                 found.append(flag)
@@ -212,5 +308,6 @@ def _find(module: cst.Module, names: ImportTable) -> list[Found]:
 
 def autocast_wrapping(found: list[Found], framework: str) -> str | None:
     """The autocast dtype a framework's sources wrap forward passes in (None: none or mixed)."""
-    dtypes = {f.effect.autocast for f in found if f.framework == framework and f.effect.autocast}
+    dtypes = {f.effect.autocast for f in found if f.framework == framework and f.effect.autocast
+              and not f.effect.conditional}
     return next(iter(dtypes)) if len(dtypes) == 1 else None

@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import pipelines
 from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import trains_only_requires_grad
@@ -312,7 +313,12 @@ class DtypeToggleWithOptimizer(Rule):
     """## What it does
     Flags a cast of a whole model (`model.float()`, `model.half()`, `model.to(torch.bfloat16)`)
     inside a training loop, after an optimizer was built over that model's parameters in another
-    dtype, when the loop does not cast it back.
+    dtype, when the loop does not cast it back. Also a library pipeline that holds the model
+    being trained (`Pipe.from_pretrained(..., unet=accelerator.unwrap_model(unet))`) moved with a
+    low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
+    validation helper of the same file): that cast reaches every component, the trained one
+    included (huggingface/diffusers#13895, #9565), while `from_pretrained`'s own `torch_dtype`
+    leaves passed modules alone.
 
     ## Why is this bad?
     Module casts replace `param.data` in place, but the optimizer state (Adam's `exp_avg`,
@@ -392,6 +398,22 @@ class DtypeToggleWithOptimizer(Rule):
                     confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
                 )
                 break
+        self._shared_pipeline_casts()
+
+    def _shared_pipeline_casts(self) -> None:
+        """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
+        for shared in pipelines.shared_module_casts(self.ctx):
+            if self._loop_with_step(shared.site) is None:
+                continue
+            through = "" if shared.site is shared.cast else f" (called from line {_line(self.ctx, shared.site)})"
+            self.report(
+                shared.cast,
+                f"this casts the pipeline built at line {_line(self.ctx, shared.pipeline)}, which holds `{shared.module}`"
+                f" while an optimizer trains it{through}: `.to(dtype=...)` casts every component, so the trained"
+                " weights (float32 LoRA/master parameters) become low precision mid-training (\"Attempting to"
+                " unscale FP16 gradients.\" at the next step); move the pipeline with `.to(device)` only",
+                confidence=Confidence.MEDIUM,
+            )
 
     def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = self.ctx.parent(node)

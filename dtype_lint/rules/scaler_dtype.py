@@ -10,6 +10,7 @@ import libcst as cst
 from dtype_lint.facts import precision_sources
 from dtype_lint.facts.amp import dtype_literal, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
+from dtype_lint.facts.devices import chain_root
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Kind
 from dtype_lint.facts.training import (
@@ -46,8 +47,21 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
 
 
 # Calls that hand a model to a framework, by the framework whose precision source drives them.
+# Calls that load or cast a module to a dtype (the place a float16 trained model is made).
+FP16_CASTS = frozenset({"from_pretrained", "to", "half", "type"})
+# Frameworks whose fp16 mode makes a GradScaler that unscales the gradients of what they train.
+SCALING_FRAMEWORKS = frozenset({"transformers", "accelerate", "lightning"})
 TRAINS_MODEL = {"Trainer": "transformers", "Seq2SeqTrainer": "transformers", "SFTTrainer": "transformers",
                 "prepare": "accelerate", "prepare_model": "accelerate", "fit": "lightning"}
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """``args`` for ``args``, ``(model_args, args)`` and ``[args]`` targets."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {e.value.value for e in target.elements if isinstance(e.value, cst.Name)}
+    return set()
 
 
 class ScalerWithBf16(Rule):
@@ -172,13 +186,18 @@ class ScalerWithBf16(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
                 continue
+            anchor = source.setting or call  # a run-time setting: report the setting, which the fix changes
+            if source.effect.conditional and source.setting is None:
+                # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
+                origin = value.origin_of("bf16")
+                anchor = origin.node if origin is not None else call
             self.report(
-                call,
+                anchor,
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
                 f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
                 " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
-                confidence=Confidence.HIGH if value.dtype == "bf16" else Confidence.MEDIUM,
+                confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
             )
 
     def _driving_source(self, call: cst.Call, framework, scaling, found):
@@ -197,7 +216,7 @@ class ScalerWithBf16(Rule):
                 return source
             assign = self.ctx.parent(source.node)
             if isinstance(driver, cst.Name) and isinstance(assign, cst.Assign) and any(
-                isinstance(t.target, cst.Name) and t.target.value == driver.value for t in assign.targets
+                driver.value in _bound_names(t.target) for t in assign.targets
             ):
                 return source
         return None
@@ -321,7 +340,11 @@ class Fp16TrainableParams(Rule):
     `.to(torch.float16)` or loaded with `dtype=torch.float16`) in a file that trains with loss
     scaling (`GradScaler`, `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision="fp16")`,
     Lightning's `precision="16-mixed"`, whose `trainer.fit(model)` is checked too) and attaches no
-    PEFT adapters. When only part of the model is float16 and the optimizer is
+    PEFT adapters. When the loss scaling is a run-time choice (`Accelerator(mixed_precision=
+    args.mixed_precision)` whose flag offers "fp16", as its argparse choices or the literals the
+    file compares it with say) and the weights follow the same choice (`from_pretrained(...,
+    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence and
+    sits on that load or cast. When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level).
@@ -388,8 +411,12 @@ class Fp16TrainableParams(Rule):
         if facts.uses_peft:
             return
         scaling = self._loss_scaling(facts)
+        conditional = False
         if scaling is None:
-            return
+            scaling = self._conditional_loss_scaling()
+            conditional = True
+            if scaling is None:
+                return
         frozen = "requires_grad" in self.ctx.text
         for optimizer in self.ctx.flow.optimizers:
             params = optimizer.params
@@ -401,14 +428,21 @@ class Fp16TrainableParams(Rule):
                 # frozen float16 base under float32 adapters (PEFT without the import), which is fine.
                 confidence = Confidence.LOW
             else:
-                confidence = Confidence.HIGH if certain else Confidence.MEDIUM
+                confidence = Confidence.HIGH if certain and not conditional else Confidence.MEDIUM
+            anchor = optimizer.node
+            if conditional:
+                # Loss scaling on some runs only (a precision flag): the defect is the load or cast
+                # that follows the same flag into the trained weights; report there, where the fix goes.
+                anchor = self._fp16_cast_of(optimizer) or anchor
             self.report(
-                optimizer.node,
+                anchor,
                 f"`{optimizer.target}` is {params.describe()} {params.since('fp16')} and this optimizer trains its"
                 f" parameters with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16"
                 " gradients.\"); keep the weights float32 and let autocast run fp16",
                 confidence=confidence,
             )
+        if conditional:
+            return
         lightning = scaling.startswith("Lightning")
         hint = '`precision="16-mixed"`' if lightning else "`fp16=True`"
         for call in facts.calls:
@@ -429,6 +463,26 @@ class Fp16TrainableParams(Rule):
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
 
+    def _fp16_cast_of(self, optimizer) -> cst.Call | None:
+        """The last call of the optimizer's function, before it, that loads or casts its target
+        to a dtype that may be float16 (``unet = X.from_pretrained(..., torch_dtype=weight_dtype)``,
+        ``unet.to(dtype=weight_dtype)``, ``unet.half()``)."""
+        if optimizer.target is None:
+            return None
+        start = self.ctx.source_order(optimizer.node)[0]
+        found = None
+        for call in training_facts(self.ctx).calls:
+            if self.ctx.source_order(call)[0] >= start or self.ctx.enclosing(call, cst.FunctionDef) is not optimizer.function:
+                continue
+            parent = self.ctx.parent(call)
+            assigned = isinstance(parent, cst.Assign) and any(dotted_name(t.target) == optimizer.target for t in parent.targets)
+            if not (assigned or chain_root(call) == optimizer.target) or call_name(call) not in FP16_CASTS:
+                continue
+            value = self.ctx.flow.value_of(call)
+            if value is not None and value.kind == "module" and value.may_be("fp16"):
+                found = call
+        return found
+
     def _loss_scaling(self, facts) -> str | None:
         for scaler in facts.scalers:
             enabled, _ = scaler_enabled(self.ctx, scaler)
@@ -440,9 +494,18 @@ class Fp16TrainableParams(Rule):
                 return f"`{name}(fp16=True)` (line {_line(self.ctx, call)})"
             if name == "Accelerator" and string_value(keyword(call, "mixed_precision")) == "fp16":
                 return f"`Accelerator(mixed_precision=\"fp16\")` (line {_line(self.ctx, call)})"
-        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names):
-            if source.framework == "lightning" and source.effect.scaler:
+        sources = precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        for source in sources:
+            if source.framework == "lightning" and source.effect.scaler and not source.effect.conditional:
                 return f"Lightning's {source.description} (line {_line(self.ctx, source.node)})"
+        return None
+
+    def _conditional_loss_scaling(self) -> str | None:
+        """A framework that makes a GradScaler on some runs only (``Accelerator(mixed_precision=
+        args.mixed_precision)`` whose flag offers "fp16"): the precision catalog's conditional sources."""
+        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names):
+            if source.effect.scaler and source.effect.conditional and source.framework in SCALING_FRAMEWORKS:
+                return f"{source.description} (line {_line(self.ctx, source.node)})"
         return None
 
 

@@ -1,0 +1,167 @@
+"""Where a module runs: the devices a device expression may name, and where a model is placed.
+
+The flow tracks dtypes, not devices; the hardware rules (DTL709) need only a coarse answer:
+may this model run on the CPU? ``device_choices`` reads a device expression (a literal,
+``torch.device(...)``, a ternary on ``torch.cuda.is_available()``, a name assigned one of those in
+the same function, a parameter's default, an argparse ``--device`` default); ``placements``
+collects every device a model name is moved to in one scope (``.to(device)``, ``.cuda()``,
+``.cpu()``, ``device_map=``), and says when a wrapper (``accelerator.prepare``, DeepSpeed,
+DataParallel) places it instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import call_name, keyword, positional, string_value, training_facts, walk
+
+CPU, CUDA, OTHER = "cpu", "cuda", "other"  # OTHER: mps, xpu, "auto", a device the caller picks
+MOVES = frozenset({"to", "cuda", "cpu"})
+# Calls that take a model and place it themselves (on the accelerator's device).
+PLACING_WRAPPERS = frozenset({
+    "prepare", "prepare_model", "initialize", "setup", "setup_module", "DataParallel",
+    "DistributedDataParallel", "FullyShardedDataParallel", "dispatch_model", "init_inference",
+})
+# What a model moved by a chained ``.cpu()`` may be for besides running: saving or reading it.
+SAVING = frozenset({"save_pretrained", "state_dict", "save", "push_to_hub", "save_model", "parameters",
+                    "named_parameters", "numpy", "tolist", "item"})
+DTYPE_WORDS = re.compile(r"(^|\.)(float16|half|bfloat16|float32|float|float64|double)$|dtype")
+
+
+def _device_of_string(text: str) -> str:
+    head = text.split(":")[0].strip().lower()
+    return CPU if head == CPU else CUDA if head in (CUDA, "gpu") else OTHER
+
+
+def _scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
+    return ctx.enclosing(node, cst.FunctionDef) or ctx.module
+
+
+def _inside(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    return _scope_of(ctx, node) is scope
+
+
+def _parameter_default(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None | bool:
+    """The default of parameter ``name`` of the function ``scope`` (False: not a parameter)."""
+    if not isinstance(scope, cst.FunctionDef):
+        return False
+    params = scope.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default
+    return False
+
+
+def _argparse_default(ctx, attribute: str) -> cst.BaseExpression | None:
+    """``default="cpu"`` of ``parser.add_argument("--device", ...)`` for ``opt.device``."""
+    flags = {f"--{attribute}", f"--{attribute.replace('_', '-')}"}
+    for call in training_facts(ctx).calls:
+        if call_name(call) == "add_argument" and any(string_value(a.value) in flags for a in call.args if a.keyword is None):
+            return keyword(call, "default")
+    return None
+
+
+def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, depth: int = 0) -> frozenset[str]:
+    """The devices ``expr`` may name in ``scope`` ({cpu, cuda, other}); empty when unknown."""
+    if expr is None or depth > 5:
+        return frozenset()
+    text = string_value(expr)
+    if text is not None:
+        return frozenset({_device_of_string(text)})
+    if isinstance(expr, cst.Call) and call_name(expr) == "device" and expr.args:
+        return device_choices(ctx, expr.args[0].value, scope, depth + 1)
+    if isinstance(expr, cst.IfExp):
+        return device_choices(ctx, expr.body, scope, depth + 1) | device_choices(ctx, expr.orelse, scope, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":  # ``device.type``
+        return device_choices(ctx, expr.value, scope, depth + 1)
+    name = dotted_name(expr)
+    if name is None:
+        return frozenset()
+    found: set[str] = set()
+    for statement, value in training_facts(ctx).assignments.get(name, []):
+        if not _inside(ctx, statement, scope):
+            continue
+        if any(dotted_name(n) == name for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute))):
+            continue  # ``device = torch.device(device)``: the parameter's own value, read below
+        found |= device_choices(ctx, value, ctx.module if scope is ctx.module else scope, depth + 1)
+    default = _parameter_default(scope, name) if "." not in name else False
+    if default is not False:
+        found |= device_choices(ctx, default, scope, depth + 1) | {OTHER}  # a caller may pass another
+    elif not found and isinstance(scope, cst.FunctionDef) and "." not in name:
+        found |= device_choices(ctx, expr, ctx.module, depth + 1)  # a module-level ``device = ...``
+    if not found and "." in name:
+        default_flag = _argparse_default(ctx, name.rsplit(".", 1)[-1])
+        if default_flag is not None:  # the flag's default; the command line may name another
+            found |= device_choices(ctx, default_flag, ctx.module, depth + 1) | {OTHER}
+    return frozenset(found)
+
+
+def chain_root(expr: cst.BaseExpression) -> str | None:
+    """``model`` for ``model.half().to(device)``: the dotted name a method chain starts from."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    return dotted_name(expr)
+
+
+def _assigned_to(ctx, node: cst.CSTNode) -> str | None:
+    statement = ctx.enclosing(node, cst.Assign, cst.AnnAssign, cst.SimpleStatementLine)
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return dotted_name(statement.targets[0].target)
+    if isinstance(statement, cst.AnnAssign):
+        return dotted_name(statement.target)
+    return None
+
+
+def _move_device(ctx, call: cst.Call, scope: cst.CSTNode) -> frozenset[str] | None:
+    """The devices one ``.to(...)`` / ``.cuda()`` / ``.cpu()`` / ``device_map=`` call names;
+    None when the call places nothing (``.to(torch.float16)``)."""
+    method = call_name(call)
+    if method == "cuda":
+        return frozenset({CUDA})
+    if method == "cpu":
+        return frozenset({CPU})
+    device = keyword(call, "device_map") or keyword(call, "device")
+    if device is None and method == "to":
+        first = positional(call, 0)
+        if first is not None and not DTYPE_WORDS.search(dotted_name(first) or ""):
+            value = ctx.flow.value_of(first)
+            if value is None or value.kind != "dtype":
+                device = first
+    if device is None:
+        return None
+    return device_choices(ctx, device, scope) or frozenset({OTHER})
+
+
+def _only_to_save(ctx, call: cst.Call) -> bool:
+    """``model.cpu().save_pretrained(path)``: moved to be written out, not to run."""
+    parent = ctx.parent(call)
+    return isinstance(parent, cst.Attribute) and parent.attr.value in SAVING
+
+
+def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
+    """Every device model ``key`` is placed on in ``scope`` (OTHER when a wrapper places it or the
+    device is unknown); None when nothing in the scope places it."""
+    found: set[str] = set()
+    placed = False
+    for call in training_facts(ctx).calls:
+        if not _inside(ctx, call, scope):
+            continue
+        if call_name(call) in PLACING_WRAPPERS and any(chain_root(a.value) == key for a in call.args):
+            placed = True
+            found.add(OTHER)
+            continue
+        is_move = isinstance(call.func, cst.Attribute) and call_name(call) in MOVES
+        if not is_move and keyword(call, "device_map") is None and keyword(call, "device") is None:
+            continue
+        if chain_root(call) != key and _assigned_to(ctx, call) != key:
+            continue
+        if _only_to_save(ctx, call):
+            continue
+        devices = _move_device(ctx, call, scope)
+        if devices is not None:
+            placed = True
+            found |= devices
+    return frozenset(found) if placed else None

@@ -1,0 +1,235 @@
+"""Precision the hardware cannot run: DTL709 fp16-on-cpu (a float16 model run on the CPU).
+
+bf16 on a pre-Ampere GPU is DTL203 (rules/autocast_dtype.py); the device facts are in
+facts/devices.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from dtype_lint.facts import devices
+from dtype_lint.facts.flow.library import FP16_TRIGGERS
+from dtype_lint.facts.flow.values import FP16, Value
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
+from dtype_lint.findings import Confidence
+from dtype_lint.rules.autocast_dtype import TEST_FILE
+from dtype_lint.rules.base import Invalid, Rule
+
+# Methods that run a model (besides calling it): inference entry points of HF, YOLO, GLM, whisper...
+RUN_METHODS = frozenset({
+    "generate", "chat", "stream_chat", "predict", "forward", "sample", "encode", "decode", "infer",
+    "inference", "detect", "transcribe",
+})
+# A condition or dtype choice that looks at the device: the fp16 is meant for the GPU only.
+DEVICE_AWARE = re.compile(r"cuda|cpu|device|gpu|mps|is_available|is_bf16_supported", re.IGNORECASE)
+# A file that never names a GPU (nor a framework that places models) runs its models on the CPU.
+PLACES_ON_GPU = re.compile(r"cuda|device|gpu|accelerat|deepspeed|xla|mps|npu|tpu|lightning", re.IGNORECASE)
+STOPS = (cst.Raise,)
+GPU_ONLY_DECORATOR = re.compile(r"gpu|cuda|non_cpu|accelerator|is_available", re.IGNORECASE)
+EXIT_CALLS = frozenset({"exit", "quit", "_exit"})
+
+
+class Fp16OnCpu(Rule):
+    """## What it does
+    Flags a model cast to float16 (`.half()`, `.to(torch.float16)`, `from_pretrained(dtype=
+    torch.float16)`, a helper that halves it) that then runs on the CPU on some path: it is moved
+    to a device that may be `"cpu"` (`"cuda" if torch.cuda.is_available() else "cpu"`, a
+    `device="cpu"` default, an argparse `--device` defaulting to `cpu`, `.cpu()`), or it is run by a
+    script (an `if __name__ == "__main__":` entry point) that never places anything on a GPU. A float16 cast whose condition or dtype choice looks
+    at the device (`half &= device.type != "cpu"`, `torch.float16 if device == "cuda" else
+    torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively).
+
+    ## Why is this bad?
+    CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise
+    `"addmm_impl_cpu_" not implemented for 'Half'` / `"slow_conv2d_cpu" not implemented for 'Half'`
+    (huggingface/transformers#27769, ultralytics/yolov5#10379, open-mmlab/mmdetection#2951), and
+    newer versions emulate them several times slower than float32 (a 512x512 matmul: about 7x on
+    torch 2.13). The `--half` or fp16 default was written for a GPU and bites whoever runs the
+    script without one.
+
+    ## Example
+    ```python
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float16).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.float16 if device == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype).to(device)
+    ```
+
+    ## Fix safety
+    No fix: which dtype the CPU path should use (float32, or bfloat16 on CPUs that have it) is the
+    author's choice. High confidence when the model is float16 on every path and moved to `"cpu"`;
+    medium when the CPU is one reachable configuration or the file never places the model.
+    """
+
+    code = "DTL709"
+    name = "fp16-on-cpu"
+    summary = "float16 model run on the CPU (no native float16 kernels there)"
+    triggers = FP16_TRIGGERS
+    valid = (
+        "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "dtype = torch.float16 if device == 'cuda' else torch.float32\n"
+        "model = AutoModel.from_pretrained('m', dtype=dtype).to(device)\nmodel.generate(ids)\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).half().cuda()\nmodel(torch.randn(2, 4).cuda().half())\n",
+        "import torch\ndef run(model, x, device='cpu', half=False):\n    half &= device != 'cpu'\n"
+        "    model.to(device)\n    if half:\n        model.half()\n    return model(x)\n",
+        "import torch\nmodel = torch.nn.Linear(4, 4).to(torch.bfloat16)\nmodel(torch.randn(2, 4, dtype=torch.bfloat16))\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "model = AutoModel.from_pretrained('m', dtype=torch.float16)\nmodel.to(device)\nmodel.generate(ids)\n"
+        ),
+        Invalid(
+            "import torch\ndef main():\n    model = torch.hub.load('ultralytics/yolov5', 'yolov5s')\n    model.half()\n"
+            "    model(frame)\nif __name__ == '__main__':\n    main()\n"
+        ),
+        Invalid(
+            "import torch\ndef run(model, x, device='cpu', half=False):\n    model.to(device)\n"
+            "    if half:\n        model.half()\n    return model(x)\n"
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        reported: set[cst.CSTNode] = set()
+        for call in training_facts(self.ctx).calls:
+            use = self._fp16_use(call)
+            if use is None:
+                continue
+            module_node, module, running = use
+            key = dotted_name(module_node)
+            if key is None:
+                continue
+            scope = devices._scope_of(self.ctx, call)
+            cast = self._cast_site(module, key, scope, call)
+            if cast is None or cast in reported or self._device_aware(cast, scope) or self._stops_without_gpu():
+                continue
+            placed = devices.placements(self.ctx, key, scope)
+            if placed is None:
+                if not running or self._names_a_gpu() or "__main__" not in self.ctx.text:
+                    # Only an entry point is known to run where it stands: an importer may place
+                    # a library's model on a GPU.
+                    continue
+                where = "on the CPU (nothing in this file places it on a GPU)"
+                confidence = Confidence.MEDIUM
+            elif devices.CPU in placed:
+                where = "on the CPU" if placed == {devices.CPU} else "on the CPU on some paths (its device may be `\"cpu\"`)"
+                certain = placed == {devices.CPU} and module.only(FP16) and module.certain
+                confidence = Confidence.HIGH if certain else Confidence.MEDIUM
+            else:
+                continue
+            if self._gpu_only_scope(call):
+                continue
+            if TEST_FILE.search(self.ctx.path.replace("\\", "/")):
+                confidence = Confidence.LOW  # a test suite runs on the hardware its CI chose
+            reported.add(cast)
+            self.report(
+                cast,
+                f"`{key}` is cast to float16 here and runs {where}: CPUs have no float16 matmul/conv"
+                " kernels (torch 1.12-2.1 raise `\"addmm_impl_cpu_\" not implemented for 'Half'`, newer"
+                " versions run several times slower than float32); use float16 only on CUDA"
+                " (`torch.float16 if device.type == \"cuda\" else torch.float32`)",
+                confidence=confidence,
+            )
+
+    def _fp16_use(self, call: cst.Call) -> tuple[cst.BaseExpression, Value, bool] | None:
+        """``(model expression, its value, runs it)`` when ``call`` runs or moves a module that
+        may be float16."""
+        flow = self.ctx.flow
+        candidates = [(call.func, True)]
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if method in RUN_METHODS:
+                candidates.append((call.func.value, True))
+            elif method in devices.MOVES:
+                candidates.append((call.func.value, False))
+        for node, running in candidates:
+            value = flow.value_of(node)
+            if value is not None and value.kind == "module" and FP16 in value.dtypes and value.role != "quantized":
+                return node, value, running
+        return None
+
+    def _cast_site(self, module: Value, key: str, scope: cst.CSTNode, use: cst.Call) -> cst.CSTNode | None:
+        """Where ``key`` became float16, in the scope of its use: the flow's origin, or the call
+        of this scope that handed it to a helper that halved it (``wrap_fp16_model(model)``)."""
+        origin = next((o.node for dtype, o in module.origins if dtype == FP16), None)
+        if origin is not None and devices._inside(self.ctx, origin, scope):
+            return origin
+        use_start = self.ctx.source_order(use)[0]
+        for call in training_facts(self.ctx).calls:
+            if self.ctx.source_order(call)[0] >= use_start or not devices._inside(self.ctx, call, scope):
+                continue
+            related = devices.chain_root(call) == key or any(dotted_name(a.value) == key for a in call.args)
+            value = self.ctx.flow.value_of(call)
+            if related and value is not None and value.kind == "module" and FP16 in value.dtypes:
+                return call
+        return None
+
+    def _device_aware(self, cast: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """The cast happens under a condition, or with a dtype chosen by one, that looks at the
+        device (one assignment deep: ``half &= device.type != "cpu"`` then ``if half:``)."""
+        expressions: list[cst.BaseExpression] = []
+        current = self.ctx.parent(cast)
+        while current is not None and current is not scope:
+            if isinstance(current, (cst.If, cst.IfExp, cst.While)):
+                expressions.append(current.test)
+            current = self.ctx.parent(current)
+        if isinstance(cast, cst.Call):
+            for argument in (keyword(cast, "torch_dtype"), keyword(cast, "dtype"), positional(cast, 0)):
+                if argument is not None and call_name(cast) in ("to", "from_pretrained"):
+                    expressions.append(argument)
+        assignments = training_facts(self.ctx).assignments
+        augmented = self._augmented()
+        for expression in list(expressions):
+            for node in walk(expression):
+                name = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+                if name is None:
+                    continue
+                expressions.extend(value for _, value in assignments.get(name, []))
+                expressions.extend(augmented.get(name, []))
+        return any(DEVICE_AWARE.search(self.ctx.code_for(e)) for e in expressions)
+
+    def _augmented(self) -> dict[str, list[cst.BaseExpression]]:
+        found: dict[str, list[cst.BaseExpression]] = {}
+        for node in self.ctx.all_nodes:
+            if type(node) is cst.AugAssign:
+                name = dotted_name(node.target)
+                if name is not None:
+                    found.setdefault(name, []).append(node.value)
+        return found
+
+    def _names_a_gpu(self) -> bool:
+        """Some identifier or string of the code (not a comment) names a GPU or a placing framework."""
+        words = training_facts(self.ctx).identifiers
+        strings = (n.value for n in self.ctx.all_nodes if type(n) is cst.SimpleString)
+        return any(PLACES_ON_GPU.search(w) for w in words) or any(PLACES_ON_GPU.search(s) for s in strings)
+
+    def _gpu_only_scope(self, node: cst.CSTNode) -> bool:
+        """A function or class decorated as GPU-only (``@require_torch_gpu``, ``@require_non_cpu``,
+        ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``)."""
+        current = self.ctx.enclosing(node, cst.FunctionDef, cst.ClassDef)
+        while current is not None:
+            if any(GPU_ONLY_DECORATOR.search(self.ctx.code_for(d.decorator)) for d in current.decorators):
+                return True
+            current = self.ctx.enclosing(current, cst.FunctionDef, cst.ClassDef)
+        return False
+
+    def _stops_without_gpu(self) -> bool:
+        """The program refuses to run without CUDA (``assert torch.cuda.is_available()``, or an
+        ``if not torch.cuda.is_available():`` that raises or exits)."""
+        for node in self.ctx.all_nodes:
+            if type(node) is cst.Assert and "is_available" in self.ctx.code_for(node.test):
+                return True
+            if type(node) is cst.If and "is_available" in self.ctx.code_for(node.test):
+                for inner in walk(node.body):
+                    if isinstance(inner, STOPS) or (isinstance(inner, cst.Call) and call_name(inner) in EXIT_CALLS):
+                        return True
+        return False
