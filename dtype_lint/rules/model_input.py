@@ -661,6 +661,8 @@ class IndexOpDtype(Rule):
                     index = self.ctx.flow.value_of(element.slice.value)
                     if index is not None and index.kind == "tensor" and index.dtypes & {INT, BOOL}:
                         indexed_by_tensor = True
+                    elif index is not None and index.kind == "tuple" and index.info == "list":
+                        indexed_by_tensor = True  # a name bound to a list (a caller's ``[0, 1, 2]``)
             if indexed_by_tensor:
                 self._check(subscript.value, node.value, "index assignment")
 

@@ -650,6 +650,11 @@ class Interpreter:
             if cls.is_module:
                 self_value = self_value.replace(dtypes=frozenset(), origins=())
             bound[params[0].name.value] = (self_value, None, {})
+        for name, default in info.defaults.items():
+            if default is not None and default.kind == DTYPE and default.dtypes:
+                # ``dtype=torch.float16``: a caller that omits it gets the default, one reachable
+                # configuration among unknown others (partial).
+                bound.setdefault(name, (join(default, None), None, {}))
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
 
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
@@ -838,7 +843,8 @@ class Interpreter:
                 if isinstance(element, cst.StarredElement):
                     return None
                 items.append(value)
-            return make(TUPLE, items=tuple(items))
+            # A list indexes like a tensor of indices (``x[rows] = src`` with ``rows = [0, 2]``).
+            return make(TUPLE, items=tuple(items), info="list" if kind is cst.List else None)
         if kind is cst.Dict:
             element = None
             first = True
