@@ -17,6 +17,7 @@ import libcst as cst
 from dtype_lint.facts import amp, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
+from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
@@ -1178,7 +1179,25 @@ class Interpreter:
             return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(attr) else "tokenizer")
         if qualified in ("copy.deepcopy",):
             return self._first_argument(node)
+        if qualified in loaders.DATA_LOADERS:
+            return self._data_loader(node, frame)
         return NOTHING
+
+    def _data_loader(self, node: cst.Call, frame: Frame) -> Value | None:
+        """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
+        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py)."""
+        dataset = self._argument_value(node, "dataset", 0)
+        if dataset is None or dataset.kind != INSTANCE or _arg(node, "collate_fn") is not None:
+            return None
+        cls = self._find_class(dataset.info, frame) if isinstance(dataset.info, str) else None
+        method = cls.methods.get("__getitem__") if cls is not None else None
+        info = self._function_info(method) if method is not None else None
+        params = info.node.params.params if info is not None else ()
+        if not params:
+            return None
+        sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
+        batch = loaders.collate(sample)
+        return make(TUPLE, element=batch, info="loader") if batch is not None else None
 
     def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
         """Resolve ``dtype=amp_dtype`` through the flow when the literal reader could not."""
