@@ -81,3 +81,22 @@ def test_narrow_int_reads_the_spelling_of_the_integer_dtype():
     assert narrow_int(p.ctx, p.value("c", 5)) == "uint8"
     assert narrow_int(p.ctx, p.value("d", 6)) is None
     assert narrow_int(p.ctx, p.value("e", 7)) is None
+
+
+def test_loader_through_tqdm_and_next_iter():
+    p = Probe(
+        """
+        import numpy as np
+        from torch.utils.data import DataLoader, Dataset
+        from tqdm import tqdm
+        class Rows(Dataset):
+            def __getitem__(self, i):
+                return np.random.normal(0, 1, 4)
+        loader = DataLoader(Rows(), batch_size=2)
+        for shown in tqdm(loader):
+            pass
+        first = next(iter(loader))
+        """
+    )
+    assert p.value("shown", 9).dtype == FP64
+    assert p.value("first", 11).dtype == FP64

@@ -1181,6 +1181,9 @@ class Interpreter:
             return self._first_argument(node)
         if qualified in loaders.DATA_LOADERS:
             return self._data_loader(node, frame)
+        if qualified in loaders.PROGRESS_BARS:
+            wrapped = self._first_argument(node)
+            return wrapped if wrapped is not None and wrapped.info == loaders.LOADER else None
         return NOTHING
 
     def _data_loader(self, node: cst.Call, frame: Frame) -> Value | None:
@@ -1197,7 +1200,7 @@ class Interpreter:
             return None
         sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
         batch = loaders.collate(sample)
-        return make(TUPLE, element=batch, info="loader") if batch is not None else None
+        return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
 
     def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
         """Resolve ``dtype=amp_dtype`` through the flow when the literal reader could not."""
@@ -1492,7 +1495,7 @@ class Interpreter:
             return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
         if name == "next" and node.args:
             sequence = self._values.get(id(node.args[0].value))
-            if sequence is not None and sequence.kind == PARAMS:
+            if sequence is not None and (sequence.kind == PARAMS or sequence.info == loaders.LOADER):
                 return self._element(sequence, node.args[0].value)
             return None
         if name in ("enumerate", "zip"):

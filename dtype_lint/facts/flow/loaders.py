@@ -9,6 +9,9 @@ from __future__ import annotations
 from dtype_lint.facts.flow.values import MAPPING, NUMPY, TENSOR, TUPLE, Value
 
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Wrappers that iterate like what they wrap (``for x, y in tqdm(loader)``).
+PROGRESS_BARS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm"})
+LOADER = "loader"  # the ``info`` of a loader's value (a TUPLE whose ``element`` is one batch)
 
 
 def collate(sample: Value | None) -> Value | None:
