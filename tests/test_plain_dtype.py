@@ -41,17 +41,24 @@ def test_loader_batches_follow_getitem():
     assert p.value("batch", 12) is None  # a custom collate_fn: unknown
 
 
-def test_dtype_default_is_a_partial_world_when_nobody_calls():
+def test_constructor_dtype_default_is_a_partial_world_when_nobody_builds_it():
     p = Probe(
         """
         import torch
-        def whiten(x, dtype=torch.float16, scale=2.0):
-            y = x.to(dtype)
-            return y
+        class Whitening:
+            def __init__(self, dtype=torch.float16, scale=2.0):
+                self.dtype = dtype
+            def __call__(self, x):
+                y = x.to(self.dtype)
+                return y
+        def whiten(x, dtype=torch.float16):
+            z = x.to(dtype)
+            return z
         """
     )
-    value = p.value("y", 4)
+    value = p.value("y", 7)
     assert value.dtypes == {"fp16"} and value.partial
+    assert p.value("z", 10) is None  # a plain function's default stays unknown
 
 
 def test_a_list_bound_to_a_name_is_marked_as_a_list():

@@ -651,11 +651,14 @@ class Interpreter:
             if cls.is_module:
                 self_value = self_value.replace(dtypes=frozenset(), origins=())
             bound[params[0].name.value] = (self_value, None, {})
-        for name, default in info.defaults.items():
-            if default is not None and default.kind == DTYPE and default.dtypes:
-                # ``dtype=torch.float16``: a caller that omits it gets the default, one reachable
-                # configuration among unknown others (partial).
-                bound.setdefault(name, (join(default, None), None, {}))
+        if cls is not None and info.node.name.value == "__init__":
+            for name, default in info.defaults.items():
+                if default is not None and default.kind == DTYPE and default.dtypes:
+                    # ``def __init__(self, dtype=torch.float16)``: an object built without the
+                    # argument runs in the default, one reachable configuration among unknown
+                    # others (partial). Plain functions' defaults stay unknown: their callers
+                    # usually pass the dtype, and data-dependent numerics rules would guess.
+                    bound.setdefault(name, (join(default, None), None, {}))
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
 
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
