@@ -661,6 +661,8 @@ class IndexOpDtype(Rule):
                     index = self.ctx.flow.value_of(element.slice.value)
                     if index is not None and index.kind == "tensor" and index.dtypes & {INT, BOOL}:
                         indexed_by_tensor = True
+                    elif index is not None and index.kind == "tuple" and index.info == "list":
+                        indexed_by_tensor = True  # a name bound to a list (a caller's ``[0, 1, 2]``)
             if indexed_by_tensor:
                 self._check(subscript.value, node.value, "index assignment")
 
@@ -718,6 +720,8 @@ class NumpyFloat64Leak(Rule):
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
     (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
+    Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
+    returns (the default collate keeps a NumPy array's float64).
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -774,6 +778,14 @@ class NumpyFloat64Leak(Rule):
         Invalid(
             "import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights))\n",
             fixed="import numpy as np\nimport torch\nweights = np.array([1.0, 2.0, 0.5])\ncriterion = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights).float())\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Rows(Dataset):\n"
+            "    def __getitem__(self, i):\n        return np.random.normal(0, 1, 4)\nmodel = torch.nn.Linear(4, 1)\n"
+            "for x in DataLoader(Rows(), batch_size=8):\n    model(x)\n",
+            fixed="import numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Rows(Dataset):\n"
+            "    def __getitem__(self, i):\n        return np.random.normal(0, 1, 4)\nmodel = torch.nn.Linear(4, 1)\n"
+            "for x in DataLoader(Rows(), batch_size=8):\n    model(x.float())\n",
         ),
     )
 

@@ -50,8 +50,9 @@ class LowpUnsupportedOp(Rule):
     Unsafe: it appends `.float()` to the op's input, so the result is float32 where the code
     may expect the input's dtype (cast it back with `.to(x.dtype)` if needed). Confidence is
     high when the tensor is low precision on every path and the op raises on every device,
-    medium when only the CPU kernel is missing or a path leaves the dtype unknown, low when a
-    union also holds a supported dtype.
+    medium when only the CPU kernel is missing, a path leaves the dtype unknown, or a union
+    holds the low dtype (a flag's branch: a reachable configuration raises); low for a union
+    reaching an op whose CUDA kernel exists.
     """
 
     code = "DTL509"
@@ -108,6 +109,10 @@ class LowpUnsupportedOp(Rule):
             confidence = Confidence.HIGH if op.where == ALL else Confidence.MEDIUM
         elif value.dtypes <= frozenset(op.dtypes):
             confidence = Confidence.MEDIUM  # low precision wherever known
+        elif op.where == ALL:
+            # A union that holds the low dtype (``model.to(torch.bfloat16 if args.bf16 else
+            # torch.float32)``): a reachable configuration raises, on every device.
+            confidence = Confidence.MEDIUM
         else:
             confidence = Confidence.LOW
         dtype = next(d for d in op.dtypes if value.may_be(d))

@@ -17,6 +17,7 @@ import libcst as cst
 from dtype_lint.facts import amp, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
+from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
@@ -672,6 +673,14 @@ class Interpreter:
                     if world_tensor_parameter(param):
                         bound[param.name.value] = (tensor, None, {})
             bound[params[0].name.value] = (self_value, None, {})
+        if cls is not None and info.node.name.value == "__init__":
+            for name, default in info.defaults.items():
+                if default is not None and default.kind == DTYPE and default.dtypes:
+                    # ``def __init__(self, dtype=torch.float16)``: an object built without the
+                    # argument runs in the default, one reachable configuration among unknown
+                    # others (partial). Plain functions' defaults stay unknown: their callers
+                    # usually pass the dtype, and data-dependent numerics rules would guess.
+                    bound.setdefault(name, (join(default, None), None, {}))
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
 
     def _world_of(self, cls: ClassInfo):
@@ -874,7 +883,8 @@ class Interpreter:
                 if isinstance(element, cst.StarredElement):
                     return None
                 items.append(value)
-            return make(TUPLE, items=tuple(items))
+            # A list indexes like a tensor of indices (``x[rows] = src`` with ``rows = [0, 2]``).
+            return make(TUPLE, items=tuple(items), info="list" if kind is cst.List else None)
         if kind is cst.Dict:
             element = None
             first = True
@@ -1211,7 +1221,28 @@ class Interpreter:
             return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(attr) else "tokenizer")
         if qualified in ("copy.deepcopy",):
             return self._first_argument(node)
+        if qualified in loaders.DATA_LOADERS:
+            return self._data_loader(node, frame)
+        if qualified in loaders.PROGRESS_BARS:
+            wrapped = self._first_argument(node)
+            return wrapped if wrapped is not None and wrapped.info == loaders.LOADER else None
         return NOTHING
+
+    def _data_loader(self, node: cst.Call, frame: Frame) -> Value | None:
+        """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
+        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py)."""
+        dataset = self._argument_value(node, "dataset", 0)
+        if dataset is None or dataset.kind != INSTANCE or _arg(node, "collate_fn") is not None:
+            return None
+        cls = self._find_class(dataset.info, frame) if isinstance(dataset.info, str) else None
+        method = cls.methods.get("__getitem__") if cls is not None else None
+        info = self._function_info(method) if method is not None else None
+        params = info.node.params.params if info is not None else ()
+        if not params:
+            return None
+        sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
+        batch = loaders.collate(sample)
+        return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
 
     def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
         """Resolve ``dtype=amp_dtype`` through the flow when the literal reader could not."""
@@ -1506,7 +1537,7 @@ class Interpreter:
             return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
         if name == "next" and node.args:
             sequence = self._values.get(id(node.args[0].value))
-            if sequence is not None and sequence.kind == PARAMS:
+            if sequence is not None and (sequence.kind == PARAMS or sequence.info == loaders.LOADER):
                 return self._element(sequence, node.args[0].value)
             return None
         if name in ("enumerate", "zip"):
