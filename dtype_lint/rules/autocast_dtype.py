@@ -55,6 +55,9 @@ class AutocastDeviceMismatch(Rule):
     Autocast acts on operations of its own device only. `"gpu"` raises "Expected one of cpu,
     cuda, ... device string: gpu"; a CUDA autocast without CUDA disables itself with a warning
     and a CPU autocast around CUDA tensors does nothing: the matmuls silently run in float32.
+    `device_type=str(self.device)` is "cuda:0" once the device has an index, which many torch
+    releases reject ("User specified an unsupported autocast device_type 'cuda:0'",
+    mosaicml/llm-foundry#302); `self.device.type` is the device type.
 
     ## Example
     ```python
@@ -87,6 +90,7 @@ class AutocastDeviceMismatch(Rule):
     )
     invalid = (
         Invalid("import torch\nwith torch.autocast('gpu', dtype=torch.float16):\n    out = model(x)\n"),
+        Invalid("import torch\nwith torch.autocast(device_type=str(self.device), dtype=torch.float16):\n    out = model(x)\n"),
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nmodel = Net().to(device)\n"
             "with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    out = model(x.to(device))\n"
@@ -107,6 +111,17 @@ class AutocastDeviceMismatch(Rule):
         device_node = keyword(node, "device_type")
         if device_node is None:
             device_node = positional(node, 0)
+        indexed = self._device_with_index(device_node)
+        if indexed is not None:
+            self.report(
+                device_node,
+                f"autocast device_type {indexed}: a device string with an index ('cuda:0') is not a device type;"
+                " many torch releases raise \"User specified an unsupported autocast device_type 'cuda:0'\" and"
+                " the others skip CUDA autocast's own checks (bf16 support, CUDA availability); pass the"
+                " device's `.type`",
+                confidence=Confidence.MEDIUM,
+            )
+            return
         device = literal_string(device_node)
         if device is None:
             return
@@ -140,6 +155,24 @@ class AutocastDeviceMismatch(Rule):
                 " a CPU autocast leaves CUDA ops in float32",
                 confidence=Confidence.MEDIUM,
             )
+
+    @staticmethod
+    def _device_with_index(device_node: cst.BaseExpression | None) -> str | None:
+        """How ``device_type`` may carry a device index: ``str(self.device)`` (a ``torch.device``
+        prints as "cuda:0" once it has one), an f-string ``f"cuda:{rank}"``, a literal "cuda:0"."""
+        if isinstance(device_node, cst.Call) and isinstance(device_node.func, cst.Name) and device_node.func.value == "str":
+            if len(device_node.args) == 1 and re.search(r"device|dev$", dotted_name(device_node.args[0].value) or ""):
+                return f"`str({dotted_name(device_node.args[0].value)})` is the device's full name"
+            return None
+        if isinstance(device_node, cst.FormattedString):
+            text = "".join(part.value for part in device_node.parts if isinstance(part, cst.FormattedStringText))
+            if text.endswith(":"):
+                return "is formatted with an index"
+            return None
+        device = literal_string(device_node)
+        if device is not None and re.fullmatch(r"[a-z]+:\d+", device) and device.split(":")[0] in AUTOCAST_DEVICES:
+            return f"{device!r} names one device"
+        return None
 
     def _placements(self, facts) -> dict[str, list[int]]:
         """Device types this file places things on (literal strings, names holding one); {} when
