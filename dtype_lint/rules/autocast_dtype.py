@@ -229,7 +229,9 @@ class Bf16Unchecked(Rule):
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
     check; TPU scripts (`torch_xla`), CPU autocast and `Accelerator(cpu=True)` are never flagged,
     and test files (`tests/`, `test_*.py`) only at low confidence, since a test suite runs on
-    hardware its CI chose. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
+    hardware its CI chose. An autocast whose `dtype=` is a variable bound once to bf16
+    (`amp_dtype = torch.bfloat16`, nanoGPT's `dtype = 'bfloat16'`) is reported at that line, the
+    one to change, once for all its autocasts. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
     a bf16 load is mostly for inference, which older GPUs still run, and is usually deliberate.
 
     ## Why is this bad?
@@ -298,11 +300,15 @@ class Bf16Unchecked(Rule):
         facts = training_facts(self.ctx)
         if facts.bf16_guarded or facts.uses_xla:
             return
+        reported: set[int] = set()
         for call in facts.calls:
             found = self._bf16_site(facts, call)
             if found is None:
                 continue
             anchor, what, consequence, confidence = found
+            if id(anchor) in reported:
+                continue
+            reported.add(id(anchor))
             if TEST_FILE.search(self.ctx.path.replace("\\", "/")):
                 # Test suites run on hardware their CI chose; the missing check is not a user's bug.
                 confidence = Confidence.LOW
@@ -331,6 +337,13 @@ class Bf16Unchecked(Rule):
             if "bfloat16" not in dtypes:
                 return None
             confidence = Confidence.MEDIUM if dtypes == {"bfloat16"} else Confidence.LOW
+            choice = self._choosing_line(facts, call)
+            if choice is not None:
+                # Reported where bf16 is chosen (the line to change), once for all its autocasts.
+                return choice, (
+                    f"bfloat16 is chosen here (`{self.ctx.code_for(choice)}`) for the CUDA autocast at line"
+                    f" {_line(self.ctx, call)},"
+                ), AUTOCAST_FAILS, confidence
             return call, f"CUDA autocast runs in bfloat16 ({source})", AUTOCAST_FAILS, confidence
         name = call_name(call)
         bf16 = keyword(call, "bf16")
@@ -356,6 +369,33 @@ class Bf16Unchecked(Rule):
                     # and on unseen code the hard-coded choice was deliberate 6 times in 7 (issue 14).
                     return value, what, LOAD_FAILS, Confidence.LOW
         return None
+
+    def _choosing_line(self, facts, call: cst.Call) -> cst.CSTNode | None:
+        """The one unconditional assignment that picks bf16 for an autocast's ``dtype=`` variable:
+        ``ptdtype = torch.bfloat16``, or nanoGPT's ``dtype = 'bfloat16'`` that indexes
+        ``ptdtype = {...}[dtype]``; None when the dtype is a literal or chosen on several paths."""
+        argument = keyword(call, "dtype")
+        if argument is None and self.ctx.names.matches(call.func, "torch.autocast", "torch.amp.autocast"):
+            argument = positional(call, 1)
+        value = self._single_assignment(facts, argument)
+        if value is None:
+            return None
+        if dtype_literal(self.ctx.names, value) == "bfloat16":
+            return value
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Dict) and len(value.slice) == 1:
+            index = value.slice[0].slice
+            key = self._single_assignment(facts, index.value) if isinstance(index, cst.Index) else None
+            if key is not None and (string_value(key) or "").lower() in ("bfloat16", "bf16"):
+                return key
+        return None
+
+    @staticmethod
+    def _single_assignment(facts, expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        text = dotted_name(expr)
+        assigned = facts.assignments.get(text or "", [])
+        return assigned[0][1] if len(assigned) == 1 else None
 
     @staticmethod
     def _bf16_choice(facts, argument, prefix: str):
