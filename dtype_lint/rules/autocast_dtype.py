@@ -440,7 +440,9 @@ class LossOutsideAutocast(Rule):
     """## What it does
     Flags a loss computed, right after an autocast block, on values the block's forward pass
     produced: `with autocast(): logits = model(x)` followed by `loss = criterion(logits, y)`.
-    A loss on `logits.float()` is not flagged.
+    A loss on `logits.float()` is not flagged. Also across functions of the file: a function that
+    returns its autocast block's forward output (`return self.model(x)` inside the block) and a
+    caller that computes the loss on it, outside autocast, right after the call.
 
     ## Why is this bad?
     Autocast runs loss functions in float32 only inside the region (CUDA's fp32 list holds
@@ -479,6 +481,11 @@ class LossOutsideAutocast(Rule):
     invalid = (
         Invalid("import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda', dtype=torch.float16):\n    logits = model(x)\nloss = F.cross_entropy(logits.view(-1, V), y.view(-1))\n"),
         Invalid("import torch\nfrom torch.cuda.amp import autocast\nwith autocast():\n    out = net(images)\nloss = self.loss_fn(out, labels)\n"),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\ndef forward_step(model, x):\n"
+            "    with torch.autocast('cuda', dtype=torch.float16):\n        return model(x)\n"
+            "def train_step(model, x, y):\n    logits = forward_step(model, x)\n    loss = F.cross_entropy(logits, y)\n"
+        ),
     )
 
     def visit_With(self, node: cst.With) -> None:
@@ -521,6 +528,91 @@ class LossOutsideAutocast(Rule):
                 produced = produced | derived  # ``shift_logits = lm_logits[..., :-1, :].contiguous()``
             elif self._reassigns(statement, produced):
                 return
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """The forward under autocast in one function of this file, the loss on what it returns in
+        its caller: ``logits = self.forward_step(x)`` then ``F.cross_entropy(logits, y)``."""
+        from dtype_lint.facts.callees import FunctionIndex
+
+        facts = training_facts(self.ctx)
+        returning = {}
+        for definitions in facts.functions.values():
+            for function in definitions:
+                found = self._returns_autocast_output(facts, function)
+                if found is not None:
+                    returning[function] = found
+        if not returning:
+            return
+        index = FunctionIndex(self.ctx.module, self.ctx.names)
+        for call in facts.calls:
+            callee = index.resolve(call)
+            if callee not in returning or any(info.enabled is not False for _, info in facts.enclosing_autocasts(call)):
+                continue
+            assign = self.ctx.parent(call)
+            if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                    and isinstance(assign.targets[0].target, cst.Name)):
+                continue
+            statement = self.ctx.parent(assign)
+            block = self.ctx.parent(statement) if statement is not None else None
+            body = getattr(block, "body", None)
+            if not isinstance(body, (list, tuple)) or statement not in body:
+                continue
+            region, dtype_text, source = returning[callee]
+            produced = {assign.targets[0].target.value}
+            for following in body[body.index(statement) + 1:body.index(statement) + 4]:
+                loss = self._loss_on(following, produced)
+                if loss is not None:
+                    self.report(
+                        loss[0],
+                        f"`{loss[1]}` is what `{callee.name.value}` returns from its autocast block (line"
+                        f" {_line(self.ctx, region)}, {dtype_text}, {source}) and the loss is computed on it here,"
+                        " outside any autocast, without autocast's float32 loss kernels; compute the loss inside"
+                        " the region (or on `.float()` outputs)",
+                        confidence=Confidence.MEDIUM,
+                    )
+                    break
+                if loss is None and any(is_backward(c) for c in calls_in(following)):
+                    break
+                derived = self._derived_assignment(following, produced)
+                if derived:
+                    produced = produced | derived
+                elif self._reassigns(following, produced):
+                    break
+
+    def _loss_on(self, statement: cst.CSTNode, produced: set[str]):
+        for call in calls_in(statement):
+            if is_backward(call) or not LOSS_FUNCTIONS.search(call_name(call)):
+                continue
+            used = self._uses(call, produced)
+            if used is not None:
+                return call, used
+        return None
+
+    def _returns_autocast_output(self, facts, function: cst.FunctionDef):
+        """``(with, dtype text, source)`` when ``function`` returns the forward output of a
+        low-precision autocast block that computes no loss itself: ``return self.model(x)`` inside
+        the block, or a name assigned in it returned right after."""
+        for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+            if not isinstance(statement, cst.With):
+                continue
+            info = facts.autocast_of_with(statement)
+            if info is None or info.enabled is False:
+                continue
+            dtypes, source = facts.autocast_dtypes(info)
+            low = sorted(dtypes & {"float16", "bfloat16"})
+            if not low or any(LOSS_FUNCTIONS.search(call_name(c)) for c in calls_in(statement.body)):
+                continue
+            returned = [node for node in walk(statement.body) if isinstance(node, cst.Return) and node.value is not None]
+            produced = self._forward_outputs(statement)
+            body = function.body.body
+            after = body[body.index(statement) + 1] if body.index(statement) + 1 < len(body) else None
+            if after is not None and isinstance(after, cst.SimpleStatementLine) and isinstance(after.body[0], cst.Return):
+                value = after.body[0].value
+                if isinstance(value, cst.Name) and value.value in produced:
+                    returned.append(after.body[0])
+            if any(isinstance(r.value, (cst.Call, cst.Name)) for r in returned):
+                return statement, " or ".join(low), source
+        return None
 
     def _forward_outputs(self, node: cst.With) -> set[str]:
         """Names bound in the block to the result of a call (a forward pass)."""
