@@ -81,9 +81,22 @@ def _called_before_backward(ctx, model: str, calls: list[cst.Call]) -> bool:
     return False
 
 
-def callers_passing_trained_model(ctx, cast: Cast, trained: set[str]) -> tuple[cst.Call, str] | None:
+class PassedModels:
+    """Built once per file: the file's functions and calls, for ``callers_passing_trained_model``."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.index = FunctionIndex(ctx.module, ctx.names)
+        self.calls = [node for node in walk(ctx.module, into_definitions=True) if isinstance(node, cst.Call)]
+
+
+def callers_passing_trained_model(
+    passed: PassedModels, cast: Cast, trained: set[str]
+) -> tuple[cst.Call, str] | None:
     """The first call of ``cast.function`` that passes, for the parameter ``cast`` casts, a model an
-    optimizer of this file trains, from inside a training loop; with that model's source text."""
+    optimizer of this file trains (or a loop of it runs backward on), from inside a training loop;
+    with that model's source text."""
+    ctx, index, calls = passed.ctx, passed.index, passed.calls
     function = cast.function
     if function is None:
         return None
@@ -92,8 +105,6 @@ def callers_passing_trained_model(ctx, cast: Cast, trained: set[str]) -> tuple[c
         return None
     position, bound = found
     name = cast.target.split(".")[0]
-    index = FunctionIndex(ctx.module, ctx.names)
-    calls = [node for node in walk(ctx.module, into_definitions=True) if isinstance(node, cst.Call)]
     for call in calls:
         if index.resolve(call) is not function:
             continue
@@ -111,4 +122,4 @@ def callers_passing_trained_model(ctx, cast: Cast, trained: set[str]) -> tuple[c
     return None
 
 
-__all__ = ["callers_passing_trained_model"]
+__all__ = ["PassedModels", "callers_passing_trained_model"]

@@ -613,12 +613,14 @@ class EvalDtypeFlip(Rule):
         """A function of any name that casts a module it receives to float16/bfloat16 in place
         (``Module.half()`` and ``.to(dtype)`` mutate the caller's module) and never casts it back,
         called by a training loop of this file with the very model it trains (not a copy)."""
-        from dtype_lint.facts.passed_models import callers_passing_trained_model
+        from dtype_lint.facts.passed_models import PassedModels, callers_passing_trained_model
 
+        passed = None
         for cast in self.ctx.flow.module_casts:
             if not cast.dtypes or not cast.dtypes <= LOW or cast.function is None or self._restored(cast):
                 continue
-            found = callers_passing_trained_model(self.ctx, cast, trained)
+            passed = passed or PassedModels(self.ctx)
+            found = callers_passing_trained_model(passed, cast, trained)
             if found is None:
                 continue
             call, model = found
