@@ -7,6 +7,7 @@ dtype=torch.bfloat16, enabled=args.amp)`` the same way.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import libcst as cst
 
@@ -116,6 +117,39 @@ def autocast_info(names: ImportTable, call: cst.BaseExpression) -> AutocastInfo 
 
 def is_grad_scaler(names: ImportTable, call: cst.BaseExpression) -> bool:
     return isinstance(call, cst.Call) and names.matches(call.func, *GRAD_SCALER) is not None
+
+
+# timm's ``NativeScaler`` and the ``NativeScalerWithGradNormCount`` copied into MAE, BEiT, ConvNeXt,
+# Swin...: a callable ``loss_scaler(loss, optimizer, clip_grad=...)`` that owns a GradScaler.
+SCALER_WRAPPER_NAME = re.compile(r"^NativeScaler")
+
+
+def scaler_wrapper_classes(classes: dict[str, cst.ClassDef], names: ImportTable) -> frozenset[str]:
+    """Classes of this file whose body builds a GradScaler (``self._scaler = GradScaler()``)."""
+    return frozenset(
+        name for name, node in classes.items()
+        if any(is_grad_scaler(names, call) for call in _calls_in(node))
+    )
+
+
+def is_scaler_wrapper(names: ImportTable, call: cst.BaseExpression, local: frozenset[str] = frozenset()) -> bool:
+    """A construction of a loss-scaler wrapper: a class of this file that builds a GradScaler, or an
+    imported class (or module attribute) named like timm's ``NativeScaler``."""
+    if not isinstance(call, cst.Call):
+        return False
+    dotted = dotted_name(call.func)
+    if not dotted:
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    if last in local:
+        return True
+    return bool(SCALER_WRAPPER_NAME.match(last)) and (bool(names.qualified_names(call.func)) or "." in dotted)
+
+
+def _calls_in(node: cst.CSTNode):
+    from dtype_lint.facts.training import calls_in
+
+    return calls_in(node, into_definitions=True)
 
 
 def autocast_of_with(names: ImportTable, node: cst.With) -> AutocastInfo | None:

@@ -83,6 +83,10 @@ class Event:
     function: cst.CSTNode | None = dataclasses.field(repr=False)  # the enclosing FunctionDef (or ClassDef body), None at module level
     loops: tuple[cst.CSTNode, ...] = dataclasses.field(repr=False)  # enclosing For/While inside ``function``, outermost first
     guards: tuple[tuple[int, str], ...]  # enclosing branches, outermost first
+    # For an event seen through a call (``facts.call_events``): the callee's own event, in the
+    # file's other function (or None for a callable that clips by its name alone).
+    via: "Event | None" = dataclasses.field(default=None, repr=False)
+    through_call: bool = False
 
     @property
     def loop(self) -> cst.CSTNode | None:
@@ -106,6 +110,9 @@ class ScalerFacts:
         self._other_bound = other_bound
         self._optimizer_bound = set(optimizer_bound)
         self.module: cst.Module | None = None
+        # Events seen through calls to the file's own functions (see ``_call_events``); only the
+        # rules that ask for them (``iteration(..., through_calls=True)``) see them.
+        self.call_events: tuple[Event, ...] = ()
         for event in events:
             if event.kind in (Kind.STEP, Kind.UNSCALE) and event.optimizer:
                 self._optimizer_bound.add(event.optimizer)
@@ -163,16 +170,25 @@ class ScalerFacts:
     def event_for(self, call: cst.Call) -> Event | None:
         return self._by_call.get(id(call))
 
-    def iteration(self, event: Event, loop: cst.CSTNode | None | str = "innermost") -> tuple[Event, ...]:
+    def iteration(
+        self, event: Event, loop: cst.CSTNode | None | str = "innermost", *, through_calls: bool = False
+    ) -> tuple[Event, ...]:
         """Events of ``event``'s function inside ``loop`` (default: its innermost loop; None: the
-        whole function body), in source order."""
+        whole function body), in source order; with ``through_calls``, also the events of the
+        file's own functions it calls (``call_events``)."""
         if loop == "innermost":
             loop = event.loop
+        pool = self.events_through_calls() if through_calls else self.events
         return tuple(
             other
-            for other in self.events
+            for other in pool
             if other.function is event.function and (loop is None or loop in other.loops)
         )
+
+    def events_through_calls(self) -> tuple[Event, ...]:
+        if not self.call_events:
+            return self.events
+        return tuple(sorted(self.events + self.call_events, key=lambda event: event.order))
 
     @staticmethod
     def repeated(event: Event, loop: cst.CSTNode | None) -> bool:
@@ -396,7 +412,72 @@ def analyze(ctx) -> ScalerFacts:
         events.append(Event(kind, call, statement, order, scaler, optimizer, function, loops, guards))
     facts = ScalerFacts(events, builder.bindings, builder.other_bound, builder.optimizer_bound)
     facts.module = ctx.module
+    if any(kind is Kind.SCALED_BACKWARD for kind in (event.kind for event in events)):
+        facts.call_events = tuple(_call_events(ctx, builder, events))
     return facts
+
+
+# The protocol steps a call to one of the file's functions stands for. UPDATE/ZERO_GRAD do not
+# change what a clip sees and are ignored; a callee mixing several steps is not summarised.
+_SUMMARISED = (Kind.SCALED_BACKWARD, Kind.UNSCALE, Kind.STEP, Kind.CLIP)
+# A callable the program clips with, known by its name only (``self.grad_clip_fn(params)``,
+# ``clip_fn(model.parameters())``); framework clips that unscale first are not ones.
+_CLIPPING_NAME = re.compile(r"clip", re.IGNORECASE)
+_SELF_UNSCALING = ("accelerator", "fabric", "trainer", "engine", "deepspeed", "model_engine")
+
+
+def _summary(function: cst.CSTNode, events: list[Event]) -> Event | None:
+    """The one protocol step ``function`` performs: an unscale anywhere wins (what follows it sees
+    true gradients), else its single kind of step; None when it does none or several."""
+    own = [event for event in events if event.function is function and event.kind in _SUMMARISED]
+    unscale = next((event for event in own if event.kind is Kind.UNSCALE), None)
+    if unscale is not None:
+        return unscale
+    kinds = {event.kind for event in own}
+    return own[0] if len(kinds) == 1 else None
+
+
+def _clips_by_name(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if not isinstance(name, str) or not _CLIPPING_NAME.search(name):
+        return False
+    receiver = _text(func.value) if isinstance(func, cst.Attribute) else None
+    if receiver and receiver.rsplit(".", 1)[-1] in _SELF_UNSCALING:
+        return False
+    # It clips gradients: its name says so, or it is given a module's parameters.
+    if "grad" in name.lower():
+        return True
+    return any(
+        isinstance(arg.value, cst.Call) and isinstance(arg.value.func, cst.Attribute)
+        and arg.value.func.attr.value == "parameters"
+        for arg in call.args
+    )
+
+
+def _call_events(ctx, builder: _Builder, events: list[Event]) -> list[Event]:
+    """Calls to the file's own functions that perform one protocol step, as events of the caller."""
+    from dtype_lint.facts.callees import FunctionIndex
+
+    index = FunctionIndex(ctx.module, ctx.names)
+    classified = {id(event.call) for event in events}
+    found: list[Event] = []
+    for order, (call, statement, function, loops, guards) in enumerate(builder.raw):
+        if id(call) in classified or function is None:
+            continue
+        callee = index.resolve(call)
+        if callee is not None:
+            if callee is function:
+                continue
+            step = _summary(callee, events)
+            if step is None:
+                continue
+            found.append(Event(step.kind, call, statement, order, step.scaler, step.optimizer, function, loops,
+                               guards, via=step, through_call=True))
+        elif _clips_by_name(call) and not builder.names.qualified_names(call.func):
+            found.append(Event(Kind.CLIP, call, statement, order, None, None, function, loops, guards,
+                               through_call=True))
+    return found
 
 
 def iter_events(facts: ScalerFacts, *kinds: Kind) -> Iterator[Event]:

@@ -19,7 +19,15 @@ from typing import Iterator
 
 import libcst as cst
 
-from dtype_lint.facts.amp import AUTOCAST, AutocastInfo, autocast_info, dtype_literal, is_grad_scaler
+from dtype_lint.facts.amp import (
+    AUTOCAST,
+    AutocastInfo,
+    autocast_info,
+    dtype_literal,
+    is_grad_scaler,
+    is_scaler_wrapper,
+    scaler_wrapper_classes,
+)
 from dtype_lint.facts.names import dotted_name
 
 DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -226,7 +234,11 @@ class TrainingFacts:
                 text = target_text(node.target)
                 if text is not None:
                     self.assignments.setdefault(text, []).append((node, node.value))
-        self.scalers = [call for call in self.calls if is_grad_scaler(names, call)]
+        # GradScaler constructions, and those of loss-scaler wrappers (timm's NativeScaler).
+        wrappers = scaler_wrapper_classes(self.classes, names)
+        self.scalers = [
+            call for call in self.calls if is_grad_scaler(names, call) or is_scaler_wrapper(names, call, wrappers)
+        ]
         self.uses_scaler = bool(self.scalers) or any(SCALER_WORDS.search(i) for i in self.identifiers)
         self.bf16_guarded = any(BF16_GUARD_WORDS.search(i) for i in self.identifiers)
         self.uses_peft = names.is_imported("peft") or any(call_name(c) in PEFT_CALLS for c in self.calls) or any(

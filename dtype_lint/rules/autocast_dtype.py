@@ -55,6 +55,9 @@ class AutocastDeviceMismatch(Rule):
     Autocast acts on operations of its own device only. `"gpu"` raises "Expected one of cpu,
     cuda, ... device string: gpu"; a CUDA autocast without CUDA disables itself with a warning
     and a CPU autocast around CUDA tensors does nothing: the matmuls silently run in float32.
+    `device_type=str(self.device)` is "cuda:0" once the device has an index, which many torch
+    releases reject ("User specified an unsupported autocast device_type 'cuda:0'",
+    mosaicml/llm-foundry#302); `self.device.type` is the device type.
 
     ## Example
     ```python
@@ -87,6 +90,7 @@ class AutocastDeviceMismatch(Rule):
     )
     invalid = (
         Invalid("import torch\nwith torch.autocast('gpu', dtype=torch.float16):\n    out = model(x)\n"),
+        Invalid("import torch\nwith torch.autocast(device_type=str(self.device), dtype=torch.float16):\n    out = model(x)\n"),
         Invalid(
             "import torch\ndevice = torch.device('cpu')\nmodel = Net().to(device)\n"
             "with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    out = model(x.to(device))\n"
@@ -107,6 +111,17 @@ class AutocastDeviceMismatch(Rule):
         device_node = keyword(node, "device_type")
         if device_node is None:
             device_node = positional(node, 0)
+        indexed = self._device_with_index(device_node)
+        if indexed is not None:
+            self.report(
+                device_node,
+                f"autocast device_type {indexed}: a device string with an index ('cuda:0') is not a device type;"
+                " many torch releases raise \"User specified an unsupported autocast device_type 'cuda:0'\" and"
+                " the others skip CUDA autocast's own checks (bf16 support, CUDA availability); pass the"
+                " device's `.type`",
+                confidence=Confidence.MEDIUM,
+            )
+            return
         device = literal_string(device_node)
         if device is None:
             return
@@ -140,6 +155,24 @@ class AutocastDeviceMismatch(Rule):
                 " a CPU autocast leaves CUDA ops in float32",
                 confidence=Confidence.MEDIUM,
             )
+
+    @staticmethod
+    def _device_with_index(device_node: cst.BaseExpression | None) -> str | None:
+        """How ``device_type`` may carry a device index: ``str(self.device)`` (a ``torch.device``
+        prints as "cuda:0" once it has one), an f-string ``f"cuda:{rank}"``, a literal "cuda:0"."""
+        if isinstance(device_node, cst.Call) and isinstance(device_node.func, cst.Name) and device_node.func.value == "str":
+            if len(device_node.args) == 1 and re.search(r"device|dev$", dotted_name(device_node.args[0].value) or ""):
+                return f"`str({dotted_name(device_node.args[0].value)})` is the device's full name"
+            return None
+        if isinstance(device_node, cst.FormattedString):
+            text = "".join(part.value for part in device_node.parts if isinstance(part, cst.FormattedStringText))
+            if text.endswith(":"):
+                return "is formatted with an index"
+            return None
+        device = literal_string(device_node)
+        if device is not None and re.fullmatch(r"[a-z]+:\d+", device) and device.split(":")[0] in AUTOCAST_DEVICES:
+            return f"{device!r} names one device"
+        return None
 
     def _placements(self, facts) -> dict[str, list[int]]:
         """Device types this file places things on (literal strings, names holding one); {} when
@@ -196,7 +229,9 @@ class Bf16Unchecked(Rule):
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
     check; TPU scripts (`torch_xla`), CPU autocast and `Accelerator(cpu=True)` are never flagged,
     and test files (`tests/`, `test_*.py`) only at low confidence, since a test suite runs on
-    hardware its CI chose. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
+    hardware its CI chose. An autocast whose `dtype=` is a variable bound once to bf16
+    (`amp_dtype = torch.bfloat16`, nanoGPT's `dtype = 'bfloat16'`) is reported at that line, the
+    one to change, once for all its autocasts. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
     a bf16 load is mostly for inference, which older GPUs still run, and is usually deliberate.
 
     ## Why is this bad?
@@ -265,11 +300,15 @@ class Bf16Unchecked(Rule):
         facts = training_facts(self.ctx)
         if facts.bf16_guarded or facts.uses_xla:
             return
+        reported: set[int] = set()
         for call in facts.calls:
             found = self._bf16_site(facts, call)
             if found is None:
                 continue
             anchor, what, consequence, confidence = found
+            if id(anchor) in reported:
+                continue
+            reported.add(id(anchor))
             if TEST_FILE.search(self.ctx.path.replace("\\", "/")):
                 # Test suites run on hardware their CI chose; the missing check is not a user's bug.
                 confidence = Confidence.LOW
@@ -298,6 +337,13 @@ class Bf16Unchecked(Rule):
             if "bfloat16" not in dtypes:
                 return None
             confidence = Confidence.MEDIUM if dtypes == {"bfloat16"} else Confidence.LOW
+            choice = self._choosing_line(facts, call)
+            if choice is not None:
+                # Reported where bf16 is chosen (the line to change), once for all its autocasts.
+                return choice, (
+                    f"bfloat16 is chosen here (`{self.ctx.code_for(choice)}`) for the CUDA autocast at line"
+                    f" {_line(self.ctx, call)},"
+                ), AUTOCAST_FAILS, confidence
             return call, f"CUDA autocast runs in bfloat16 ({source})", AUTOCAST_FAILS, confidence
         name = call_name(call)
         bf16 = keyword(call, "bf16")
@@ -323,6 +369,33 @@ class Bf16Unchecked(Rule):
                     # and on unseen code the hard-coded choice was deliberate 6 times in 7 (issue 14).
                     return value, what, LOAD_FAILS, Confidence.LOW
         return None
+
+    def _choosing_line(self, facts, call: cst.Call) -> cst.CSTNode | None:
+        """The one unconditional assignment that picks bf16 for an autocast's ``dtype=`` variable:
+        ``ptdtype = torch.bfloat16``, or nanoGPT's ``dtype = 'bfloat16'`` that indexes
+        ``ptdtype = {...}[dtype]``; None when the dtype is a literal or chosen on several paths."""
+        argument = keyword(call, "dtype")
+        if argument is None and self.ctx.names.matches(call.func, "torch.autocast", "torch.amp.autocast"):
+            argument = positional(call, 1)
+        value = self._single_assignment(facts, argument)
+        if value is None:
+            return None
+        if dtype_literal(self.ctx.names, value) == "bfloat16":
+            return value
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Dict) and len(value.slice) == 1:
+            index = value.slice[0].slice
+            key = self._single_assignment(facts, index.value) if isinstance(index, cst.Index) else None
+            if key is not None and (string_value(key) or "").lower() in ("bfloat16", "bf16"):
+                return key
+        return None
+
+    @staticmethod
+    def _single_assignment(facts, expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        text = dotted_name(expr)
+        assigned = facts.assignments.get(text or "", [])
+        return assigned[0][1] if len(assigned) == 1 else None
 
     @staticmethod
     def _bf16_choice(facts, argument, prefix: str):
@@ -367,7 +440,9 @@ class LossOutsideAutocast(Rule):
     """## What it does
     Flags a loss computed, right after an autocast block, on values the block's forward pass
     produced: `with autocast(): logits = model(x)` followed by `loss = criterion(logits, y)`.
-    A loss on `logits.float()` is not flagged.
+    A loss on `logits.float()` is not flagged. Also across functions of the file: a function that
+    returns its autocast block's forward output (`return self.model(x)` inside the block) and a
+    caller that computes the loss on it, outside autocast, right after the call.
 
     ## Why is this bad?
     Autocast runs loss functions in float32 only inside the region (CUDA's fp32 list holds
@@ -406,6 +481,11 @@ class LossOutsideAutocast(Rule):
     invalid = (
         Invalid("import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda', dtype=torch.float16):\n    logits = model(x)\nloss = F.cross_entropy(logits.view(-1, V), y.view(-1))\n"),
         Invalid("import torch\nfrom torch.cuda.amp import autocast\nwith autocast():\n    out = net(images)\nloss = self.loss_fn(out, labels)\n"),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\ndef forward_step(model, x):\n"
+            "    with torch.autocast('cuda', dtype=torch.float16):\n        return model(x)\n"
+            "def train_step(model, x, y):\n    logits = forward_step(model, x)\n    loss = F.cross_entropy(logits, y)\n"
+        ),
     )
 
     def visit_With(self, node: cst.With) -> None:
@@ -448,6 +528,91 @@ class LossOutsideAutocast(Rule):
                 produced = produced | derived  # ``shift_logits = lm_logits[..., :-1, :].contiguous()``
             elif self._reassigns(statement, produced):
                 return
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """The forward under autocast in one function of this file, the loss on what it returns in
+        its caller: ``logits = self.forward_step(x)`` then ``F.cross_entropy(logits, y)``."""
+        from dtype_lint.facts.callees import FunctionIndex
+
+        facts = training_facts(self.ctx)
+        returning = {}
+        for definitions in facts.functions.values():
+            for function in definitions:
+                found = self._returns_autocast_output(facts, function)
+                if found is not None:
+                    returning[function] = found
+        if not returning:
+            return
+        index = FunctionIndex(self.ctx.module, self.ctx.names)
+        for call in facts.calls:
+            callee = index.resolve(call)
+            if callee not in returning or any(info.enabled is not False for _, info in facts.enclosing_autocasts(call)):
+                continue
+            assign = self.ctx.parent(call)
+            if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                    and isinstance(assign.targets[0].target, cst.Name)):
+                continue
+            statement = self.ctx.parent(assign)
+            block = self.ctx.parent(statement) if statement is not None else None
+            body = getattr(block, "body", None)
+            if not isinstance(body, (list, tuple)) or statement not in body:
+                continue
+            region, dtype_text, source = returning[callee]
+            produced = {assign.targets[0].target.value}
+            for following in body[body.index(statement) + 1:body.index(statement) + 4]:
+                loss = self._loss_on(following, produced)
+                if loss is not None:
+                    self.report(
+                        loss[0],
+                        f"`{loss[1]}` is what `{callee.name.value}` returns from its autocast block (line"
+                        f" {_line(self.ctx, region)}, {dtype_text}, {source}) and the loss is computed on it here,"
+                        " outside any autocast, without autocast's float32 loss kernels; compute the loss inside"
+                        " the region (or on `.float()` outputs)",
+                        confidence=Confidence.MEDIUM,
+                    )
+                    break
+                if loss is None and any(is_backward(c) for c in calls_in(following)):
+                    break
+                derived = self._derived_assignment(following, produced)
+                if derived:
+                    produced = produced | derived
+                elif self._reassigns(following, produced):
+                    break
+
+    def _loss_on(self, statement: cst.CSTNode, produced: set[str]):
+        for call in calls_in(statement):
+            if is_backward(call) or not LOSS_FUNCTIONS.search(call_name(call)):
+                continue
+            used = self._uses(call, produced)
+            if used is not None:
+                return call, used
+        return None
+
+    def _returns_autocast_output(self, facts, function: cst.FunctionDef):
+        """``(with, dtype text, source)`` when ``function`` returns the forward output of a
+        low-precision autocast block that computes no loss itself: ``return self.model(x)`` inside
+        the block, or a name assigned in it returned right after."""
+        for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+            if not isinstance(statement, cst.With):
+                continue
+            info = facts.autocast_of_with(statement)
+            if info is None or info.enabled is False:
+                continue
+            dtypes, source = facts.autocast_dtypes(info)
+            low = sorted(dtypes & {"float16", "bfloat16"})
+            if not low or any(LOSS_FUNCTIONS.search(call_name(c)) for c in calls_in(statement.body)):
+                continue
+            returned = [node for node in walk(statement.body) if isinstance(node, cst.Return) and node.value is not None]
+            produced = self._forward_outputs(statement)
+            body = function.body.body
+            after = body[body.index(statement) + 1] if body.index(statement) + 1 < len(body) else None
+            if after is not None and isinstance(after, cst.SimpleStatementLine) and isinstance(after.body[0], cst.Return):
+                value = after.body[0].value
+                if isinstance(value, cst.Name) and value.value in produced:
+                    returned.append(after.body[0])
+            if any(isinstance(r.value, (cst.Call, cst.Name)) for r in returned):
+                return statement, " or ".join(low), source
+        return None
 
     def _forward_outputs(self, node: cst.With) -> set[str]:
         """Names bound in the block to the result of a call (a forward pass)."""

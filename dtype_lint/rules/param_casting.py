@@ -537,7 +537,9 @@ class EvalDtypeFlip(Rule):
     Flags a whole-model cast (`model.float()`, `model.half()`) inside an evaluation function
     (named like `evaluate`/`validate`/`test`/`predict`/`generate`, or decorated with
     `torch.no_grad()`/`torch.inference_mode()`) that is not undone before the function returns,
-    in a file that trains that model.
+    in a file that trains that model. Also a function of any name that casts a module it receives
+    to float16/bfloat16 (in place: `Module.half()` and `.to(dtype)` change the caller's module) when
+    a training loop of the file passes it the model it trains and goes on training (medium).
 
     ## Why is this bad?
     Evaluation should not change the model the training loop continues with. After
@@ -576,7 +578,7 @@ class EvalDtypeFlip(Rule):
     triggers = (
         "val", "Val", "VAL", "test", "Test", "TEST", "predict", "Predict", "PREDICT", "infer", "Infer", "INFER",
         "generate", "Generate", "GENERATE", "sampl", "Sampl", "SAMPL", "no_grad", "inference_mode",
-    )
+    ) + LOWP_TRIGGERS  # a helper of any name that halves the model a caller trains (see _check_passed_models)
     required_triggers = (OPTIMIZER_TRIGGERS,) + NOT_FP32_TRIGGERS
     valid = (
         "import torch\nmodel = Net().half()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n@torch.no_grad()\n"
@@ -594,11 +596,17 @@ class EvalDtypeFlip(Rule):
             "        self.opt = torch.optim.AdamW(self.model.parameters(), eps=1e-4)\n"
             "    def evaluate(self, batch):\n        self.model.float()\n        return self.model(batch)\n"
         ),
+        Invalid(
+            "import torch\ndef log_images(net, z):\n    net.half()\n    return net(z.half())\n"
+            "def train(model, loader, z):\n    opt = torch.optim.Adam(model.parameters())\n    for x in loader:\n"
+            "        model(x).mean().backward()\n        opt.step()\n        log_images(model, z)\n"
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.ctx.flow
         trained = {optimizer.target for optimizer in flow.optimizers if optimizer.target}
+        self._check_passed_models(trained)
         if not trained:
             return
         for cast in flow.module_casts:
@@ -621,6 +629,30 @@ class EvalDtypeFlip(Rule):
                 f"but `{cast.target}` is {was} and trained by an optimizer in this file: the next training step "
                 f"runs with the wrong dtype. Restore the dtype before returning, or use autocast for evaluation",
                 confidence=confidence,
+            )
+
+    def _check_passed_models(self, trained: set[str]) -> None:
+        """A function of any name that casts a module it receives to float16/bfloat16 in place
+        (``Module.half()`` and ``.to(dtype)`` mutate the caller's module) and never casts it back,
+        called by a training loop of this file with the very model it trains (not a copy)."""
+        from dtype_lint.facts.passed_models import PassedModels, callers_passing_trained_model
+
+        passed = None
+        for cast in self.ctx.flow.module_casts:
+            if not cast.dtypes or not cast.dtypes <= LOW or cast.function is None or self._restored(cast):
+                continue
+            passed = passed or PassedModels(self.ctx)
+            found = callers_passing_trained_model(passed, cast, trained)
+            if found is None:
+                continue
+            call, model = found
+            self.report(
+                cast.node,
+                f"`{cast.function.name.value}` casts the `{cast.target.split('.')[0]}` it is given to {_dtypes(cast.dtypes)} in"
+                f" place and never casts it back, and line {_line(self.ctx, call)} passes it `{model}`, the model"
+                f" training goes on with: the next steps run a half model with float32 optimizer state and inputs."
+                f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
+                confidence=Confidence.MEDIUM,
             )
 
     def _restored(self, cast: Cast) -> bool:

@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts import precision_sources
-from dtype_lint.facts.amp import dtype_literal, literal_bool
+from dtype_lint.facts.amp import dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
 from dtype_lint.facts.names import dotted_name
@@ -46,6 +46,12 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
     return literal_bool(node), node
 
 
+def _scaler_phrase(ctx, scaler: cst.Call) -> str:
+    if is_grad_scaler(ctx.names, scaler):
+        return "GradScaler"
+    return f"`{ctx.code_for(scaler.func)}` (a wrapper around GradScaler)"
+
+
 # Calls that hand a model to a framework, by the framework whose precision source drives them.
 # Calls that load or cast a module to a dtype (the place a float16 trained model is made).
 FP16_CASTS = frozenset({"from_pretrained", "to", "half", "type"})
@@ -66,7 +72,8 @@ def _bound_names(target: cst.BaseExpression) -> set[str]:
 
 class ScalerWithBf16(Rule):
     """## What it does
-    Flags an enabled `GradScaler` in a file whose autocast runs in bfloat16 (a literal
+    Flags an enabled `GradScaler` (or a wrapper that owns one, such as timm's `NativeScaler`) in a
+    file whose autocast runs in bfloat16 (a literal
     `dtype=torch.bfloat16`, or a config-driven dtype that may be bf16 while the scaler stays on),
     or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
     a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
@@ -111,7 +118,8 @@ class ScalerWithBf16(Rule):
     fix_safety = Safety.UNSAFE
     # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
     # parameters the flow knows of (LOWP_TRIGGERS, which hold "autocast" too).
-    triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
+    # (timm's NativeScaler wraps a GradScaler: see facts.amp.is_scaler_wrapper.)
+    triggers = ("GradScaler", "NativeScaler", "Arguments", exact_word("Accelerator"), "precision")
     required_triggers = (LOWP_TRIGGERS,)
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
@@ -142,6 +150,11 @@ class ScalerWithBf16(Rule):
             "args = Seq2SeqTrainingArguments('out', fp16=True)\nSeq2SeqTrainer(model=model, args=args).train()\n"
         ),
         Invalid(
+            "import torch\nfrom timm.utils import NativeScaler\nloss_scaler = NativeScaler()\n"
+            "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = criterion(model(x), y)\n"
+            "loss_scaler(loss, optimizer)\n"
+        ),
+        Invalid(
             "import torch\nimport lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\n"
             "scaler = torch.amp.GradScaler('cuda')\n"
         ),
@@ -161,9 +174,15 @@ class ScalerWithBf16(Rule):
                 continue
             dtypes, source = facts.autocast_dtypes(info)
             regions.append((info, dtypes, source))
+        # A GradScaler inside a wrapper class built here is reported at the wrapper's construction.
+        wrapped = {dotted_name(call.func).rsplit(".", 1)[-1] for call in facts.scalers
+                   if not is_grad_scaler(self.ctx.names, call) and dotted_name(call.func)}
         for scaler in facts.scalers:
             enabled, _ = scaler_enabled(self.ctx, scaler)
             if enabled is not True:
+                continue
+            owner = self.ctx.enclosing(scaler, cst.ClassDef)
+            if owner is not None and owner.name.value in wrapped and is_grad_scaler(self.ctx.names, scaler):
                 continue
             # The regions this scaler serves: those of its class (``self.scaler``) or function,
             # else the file's.
@@ -238,7 +257,7 @@ class ScalerWithBf16(Rule):
             info, dtypes, source = known[0]
             what = "runs in bfloat16" if certain else "may run in bfloat16"
             message = (
-                f"GradScaler is enabled but the autocast at line {_line(self.ctx, info.node)} {what}"
+                f"{_scaler_phrase(self.ctx, scaler)} is enabled but the autocast at line {_line(self.ctx, info.node)} {what}"
                 f" ({source}): bf16 gradients need no loss scaling and CUDA cannot unscale them;"
                 " enable the scaler only for float16"
             )
@@ -261,7 +280,7 @@ class ScalerWithBf16(Rule):
             source = framework_bf16[0]
             self.report(
                 scaler,
-                f"GradScaler is enabled but {source.description} (line {_line(self.ctx, source.node)}) trains in"
+                f"{_scaler_phrase(self.ctx, scaler)} is enabled but {source.description} (line {_line(self.ctx, source.node)}) trains in"
                 " bfloat16 autocast: bf16 gradients need no loss scaling and CUDA cannot unscale them; drop the"
                 " scaler (the framework scales fp16 losses itself)",
                 confidence=Confidence.HIGH,
@@ -273,7 +292,7 @@ class ScalerWithBf16(Rule):
             if params is None or not params.certain or params.dtype != "bf16":
                 continue
             message = (
-                f"GradScaler is enabled but `{optimizer.target}` is bfloat16 {params.since('bf16')} and its"
+                f"{_scaler_phrase(self.ctx, scaler)} is enabled but `{optimizer.target}` is bfloat16 {params.since('bf16')} and its"
                 f" parameters are stepped by the optimizer at line {_line(self.ctx, optimizer.node)}:"
                 " bf16 gradients need no loss scaling and CUDA cannot unscale them"
             )
@@ -281,6 +300,8 @@ class ScalerWithBf16(Rule):
             return
 
     def _fix(self, facts, scaler: cst.Call, known) -> Fix | None:
+        if not is_grad_scaler(self.ctx.names, scaler):
+            return None  # a wrapper (timm's NativeScaler) takes no enabled= argument
         expressions = set()
         literal_only = True
         for info, _, _ in known:

@@ -69,7 +69,10 @@ class ClipBeforeUnscale(_ScalerRule):
     `scaler.scale(loss).backward()` and before `scaler.step(optimizer)` with no
     `scaler.unscale_(optimizer)` in between; also a torch clip between `accelerator.backward(loss)`
     and `optimizer.step()` under `Accelerator(mixed_precision="fp16")`, whose own GradScaler scaled
-    the loss. `accelerator.clip_grad_norm_` unscales by itself and is not flagged.
+    the loss. `accelerator.clip_grad_norm_` unscales by itself and is not flagged. The step may
+    be split over the file's own methods (an engine's `backward_loss` scales, a callback clips, the
+    engine's `optimizer_step` steps) and the clip may be a callable known by its name
+    (`self.grad_clip_fn(model.parameters())`): those are reported with medium confidence.
 
     ## Why is this bad?
     Until `unscale_`, the gradients are multiplied by the loss scale (65536 at the start). The
@@ -106,7 +109,9 @@ class ClipBeforeUnscale(_ScalerRule):
     fix_safety = Safety.SAFE
     # A clip call (torch.nn.utils.clip_grad_norm_/clip_grad_value_/clip_grad_norm) and a later
     # ``<scaler>.step(opt)`` of a scaler are needed for every finding.
-    triggers = ("clip_grad",)
+    # ``clip``: also a clipping callable (``self.grad_clip_fn(...)``) or a method of the file that
+    # clips, seen through the call.
+    triggers = ("clip",)
     required_triggers = ((exact_word("step"),), SCALER_TRIGGERS + ("mixed_precision",))
     valid = (
         "import torch\nfor x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.unscale_(optimizer)\n"
@@ -123,6 +128,13 @@ class ClipBeforeUnscale(_ScalerRule):
         "    if use_amp:\n        scaler.step(opt)\n        scaler.update()\n    else:\n        opt.step()\n",
     )
     invalid = (
+        Invalid(
+            "import torch\nclass Engine:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n"
+            "    def backward_loss(self, loss):\n        self.scaler.scale(loss).backward()\n"
+            "    def optimizer_step(self, optimizer):\n        self.scaler.step(optimizer)\n        self.scaler.update()\n"
+            "def on_batch_end(runner, grad_clip_fn):\n    runner.engine.backward_loss(runner.loss)\n"
+            "    grad_clip_fn(runner.model.parameters())\n    runner.engine.optimizer_step(runner.optimizer)\n"
+        ),
         Invalid(
             "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
             "for x in loader:\n    accelerator.backward(model(x))\n"
@@ -159,10 +171,52 @@ class ClipBeforeUnscale(_ScalerRule):
     )
 
     def check(self, facts: ScalerFacts) -> None:
-        for clip in facts.events:
-            if clip.kind is Kind.CLIP:
-                self._check_clip(facts, clip)
-                self._check_accelerate_clip(facts, clip)
+        for clip in facts.events_through_calls():
+            if clip.kind is not Kind.CLIP:
+                continue
+            if clip.through_call:
+                self._check_clip_through_calls(facts, clip)
+                continue
+            self._check_clip(facts, clip)
+            self._check_accelerate_clip(facts, clip)
+
+    def _check_clip_through_calls(self, facts: ScalerFacts, clip: Event) -> None:
+        """The protocol split over the file's functions: the scaled backward, the clip or the step
+        happens in a method the loop calls (a callback calling its engine's ``backward_loss``,
+        then a ``grad_clip_fn``, then the engine's ``optimizer_step``)."""
+        events = facts.iteration(clip, through_calls=True)
+        backward = self.last_scaled_backward(facts, events, clip)
+        if backward is None:
+            return
+        scaler = backward.scaler
+        step = next(
+            (e for e in events if e.kind is Kind.STEP and e.scaler == scaler and e.order > clip.order
+             and not facts.exclusive(e, clip)),
+            None,
+        )
+        if step is None or facts.is_disabled(scaler):
+            return
+        if any(e.kind is Kind.UNSCALE and e.scaler == scaler and backward.order < e.order < clip.order
+               and not facts.exclusive(e, clip) for e in events):
+            return
+        if clip.via is not None and any(e.kind is Kind.UNSCALE for e in facts.events if e.function is clip.via.function):
+            return
+        parts = []
+        for label, event in (("the scaled backward", backward), ("the scaler steps", step)):
+            if event.through_call:
+                parts.append(f"{label} in `{dotted_name(event.call.func)}` (line {self.line(event)})")
+        where = f": {' and '.join(parts)}" if parts else ""
+        what = f"`{dotted_name(clip.call.func) or _callee(clip)}`"
+        if clip.via is None:
+            what += " (a gradient-clipping callable)"
+        binding = facts.binding(scaler)
+        scaler_text = f"the GradScaler of line {binding.line}" if binding else f"`{scaler}`"
+        self.report(
+            clip.call,
+            f"{what} clips gradients still scaled by {scaler_text}{where}, with no `unscale_` before"
+            f" the clip; call the scaler's `unscale_(optimizer)` first",
+            confidence=Confidence.MEDIUM,
+        )
 
     def _check_accelerate_clip(self, facts: ScalerFacts, clip: Event) -> None:
         """``accelerator.backward(loss)`` under ``Accelerator(mixed_precision="fp16")`` scales the

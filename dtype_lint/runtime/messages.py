@@ -143,6 +143,8 @@ WARNING_FAMILIES: tuple[Family, ...] = (
         ("DTL201",),
     ),
     Family("deprecated-default-tensor-type", "m20", (r"set_default_tensor_type\(\) is deprecated",), ("DTL702",)),
+    # torch disables an autocast whose dtype its device does not run in (float32 on the CPU).
+    Family("autocast-dtype-unsupported", "DTL209", (r"autocast, but the target dtype is not supported",), ("DTL209",)),
     Family("torch-dtype-kwarg", "F1", (r"`torch_dtype` is deprecated",), ("DTL601",)),
 )
 
