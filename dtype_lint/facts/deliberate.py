@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 TEST_FILE = re.compile(r"(^|/)(tests?|testing|test_utils)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
 
 # Rules that read an API's spelling, not a dtype: a deprecated call is as deprecated in a test.
-API_RULES = frozenset({"DTL201", "DTL601", "DTL701"})
+API_RULES = frozenset({"DTL201", "DTL209", "DTL601", "DTL701"})
 
 # ``pytest.raises(...)`` / ``self.assertRaises(...)`` / ``assertRaisesRegex``: the body is expected to fail.
 _EXPECTS_FAILURE = re.compile(r"(^|\.)(raises|assertRaises|assertRaisesRegex|assertRaisesRegexp)$")

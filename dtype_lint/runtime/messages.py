@@ -143,6 +143,12 @@ WARNING_FAMILIES: tuple[Family, ...] = (
         ("DTL201",),
     ),
     Family("deprecated-default-tensor-type", "m20", (r"set_default_tensor_type\(\) is deprecated",), ("DTL702",)),
+    Family(
+        "deprecated-autocast-state",
+        "m14",
+        (r"torch\.(get|set|is)_autocast_(gpu|cpu|xla|ipu)_\w+\([^)]*\) is deprecated",),
+        ("DTL209",),
+    ),
     Family("torch-dtype-kwarg", "F1", (r"`torch_dtype` is deprecated",), ("DTL601",)),
 )
 
