@@ -356,3 +356,38 @@ def test_rope_buffer_cast_with_the_model_and_a_bf16_default_precision_with_a_sca
     assert _at(ROPE.replace(".to(torch.bfloat16)", "")) == []
     # The default is one configuration a caller may change: medium, not high.
     assert ("DTL301", 8, Confidence.MEDIUM) in _at(TRAINER)
+
+
+# Misses a general rule catches: the deprecated per-device autocast getters (DTL209), a partial of
+# the deprecated autocast (DTL201, also inside an old-torch fallback it is not), and whole-model
+# fp16 training behind `--full_fp16` with AdamW's eps=1e-8 (DTL401, DTL404).
+MISSES = '''import argparse
+from functools import partial
+import torch
+
+dtype = torch.get_autocast_gpu_dtype()
+autocast = partial(torch.cuda.amp.autocast, dtype=torch.float16)
+try:
+    custom_fwd = partial(torch.amp.custom_fwd, device_type="cuda")
+except AttributeError:
+    custom_fwd = partial(torch.cuda.amp.custom_fwd)
+parser = argparse.ArgumentParser()
+parser.add_argument("--full_fp16", action="store_true")
+args = parser.parse_args()
+model = torch.nn.Linear(4, 4)
+if args.full_fp16:
+    model.to(torch.float16)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-8)
+for _ in range(10):
+    model(torch.randn(2, 4, dtype=torch.float16)).sum().backward()
+    opt.step()
+'''
+
+
+def test_misses_from_the_issue_are_caught():
+    assert _at(MISSES, level=Confidence.MEDIUM) == [
+        ("DTL201", 6, Confidence.HIGH),
+        ("DTL209", 5, Confidence.HIGH),
+        ("DTL401", 16, Confidence.MEDIUM),
+        ("DTL404", 17, Confidence.MEDIUM),
+    ]
