@@ -391,3 +391,24 @@ def test_misses_from_the_issue_are_caught():
         ("DTL401", 16, Confidence.MEDIUM),
         ("DTL404", 17, Confidence.MEDIUM),
     ]
+
+
+EARLY_RETURN = '''import torch
+
+
+def scaler():
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda")
+    return torch.cuda.amp.GradScaler()
+
+
+def newer_side():
+    if torch.__version__ < "2.4":
+        return torch.cuda.amp.GradScaler()
+    return torch.cuda.amp.GradScaler()
+'''
+
+
+def test_code_after_a_new_torch_early_return_is_a_fallback():
+    # After `if <new torch>: return`, only an old torch gets there; after `if <old torch>: return`, a new one.
+    assert _at(EARLY_RETURN) == [("DTL201", 13, Confidence.HIGH)]
