@@ -358,7 +358,7 @@ def test_rope_buffer_cast_with_the_model_and_a_bf16_default_precision_with_a_sca
     assert ("DTL301", 8, Confidence.MEDIUM) in _at(TRAINER)
 
 
-# Misses a general rule catches: the deprecated per-device autocast getters (DTL209), a partial of
+# Misses a general rule catches: the deprecated per-device autocast getters (DTL210), a partial of
 # the deprecated autocast (DTL201, also inside an old-torch fallback it is not), and whole-model
 # fp16 training behind `--full_fp16` with AdamW's eps=1e-8 (DTL401, DTL404).
 MISSES = '''import argparse
@@ -387,7 +387,7 @@ for _ in range(10):
 def test_misses_from_the_issue_are_caught():
     assert _at(MISSES, level=Confidence.MEDIUM) == [
         ("DTL201", 6, Confidence.HIGH),
-        ("DTL209", 5, Confidence.HIGH),
+        ("DTL210", 5, Confidence.HIGH),
         ("DTL401", 16, Confidence.MEDIUM),
         ("DTL404", 17, Confidence.MEDIUM),
     ]

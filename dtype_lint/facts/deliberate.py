@@ -23,7 +23,7 @@ TEST_FILE = re.compile(r"(^|/)(tests?|testing|test_utils)/|(^|/)test_[^/]*\.py$|
 
 # Rules that read an API's spelling, not a dtype: a deprecated call is as deprecated in a test
 # (and a file that does not parse, DTL001, is broken wherever it is).
-API_RULES = frozenset({"DTL001", "DTL201", "DTL209", "DTL601", "DTL701"})
+API_RULES = frozenset({"DTL001", "DTL201", "DTL210", "DTL601", "DTL701"})
 
 # ``pytest.raises(...)`` / ``self.assertRaises(...)`` / ``assertRaisesRegex``: the body is expected to fail.
 _EXPECTS_FAILURE = re.compile(r"(^|\.)(raises|assertRaises|assertRaisesRegex|assertRaisesRegexp)$")

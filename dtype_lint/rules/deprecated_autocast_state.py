@@ -1,4 +1,4 @@
-"""DTL209: the per-device autocast state functions torch deprecated for device-generic ones."""
+"""DTL210: the per-device autocast state functions torch deprecated for device-generic ones."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class DeprecatedAutocastState(Rule):
     where the device-generic functions exist). The fix needs `torch` imported as a module.
     """
 
-    code = "DTL209"
+    code = "DTL210"
     name = "deprecated-autocast-state"
     summary = "Deprecated per-device autocast state function (`torch.get_autocast_gpu_dtype`, ...)"
     fix_safety = Safety.SAFE

@@ -244,7 +244,7 @@ def _patch_autocast_queries(state: State) -> None:
     torch.is_autocast_enabled = is_autocast_enabled
     torch.get_autocast_dtype = get_autocast_dtype
     def get_autocast_gpu_dtype():
-        # Deprecated since torch 2.4 (DTL209): the emulation warns as the real function does.
+        # Deprecated since torch 2.4 (DTL210): the emulation warns as the real function does.
         warnings.warn(
             "torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.",
             DeprecationWarning,

@@ -147,7 +147,7 @@ WARNING_FAMILIES: tuple[Family, ...] = (
         "deprecated-autocast-state",
         "m14",
         (r"torch\.(get|set|is)_autocast_(gpu|cpu|xla|ipu)_\w+\([^)]*\) is deprecated",),
-        ("DTL209",),
+        ("DTL210",),
     ),
     Family("torch-dtype-kwarg", "F1", (r"`torch_dtype` is deprecated",), ("DTL601",)),
 )

@@ -1,8 +1,4 @@
-"""A fused linear autograd function that casts its inputs to the autocast dtype by hand.
-
-Defect (DTL209): `torch.get_autocast_gpu_dtype()` is deprecated since torch 2.4 ("Please use
-torch.get_autocast_dtype('cuda') instead"), and the warning comes on every forward.
-"""
+"""Fixed twin of dtl210_deprecated_autocast_state.py: the device-generic getter (torch >= 2.4)."""
 
 import torch
 import torch.nn as nn
@@ -11,7 +7,7 @@ import torch.nn as nn
 class FusedLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight):
-        dtype = torch.get_autocast_gpu_dtype()  # defect: DTL209
+        dtype = torch.get_autocast_dtype("cuda")
         if torch.is_autocast_enabled():
             x, weight = x.to(dtype), weight.to(dtype)
         ctx.save_for_backward(x, weight)

@@ -1,4 +1,8 @@
-"""Fixed twin of dtl209_deprecated_autocast_state.py: the device-generic getter (torch >= 2.4)."""
+"""A fused linear autograd function that casts its inputs to the autocast dtype by hand.
+
+Defect (DTL210): `torch.get_autocast_gpu_dtype()` is deprecated since torch 2.4 ("Please use
+torch.get_autocast_dtype('cuda') instead"), and the warning comes on every forward.
+"""
 
 import torch
 import torch.nn as nn
@@ -7,7 +11,7 @@ import torch.nn as nn
 class FusedLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight):
-        dtype = torch.get_autocast_dtype("cuda")
+        dtype = torch.get_autocast_gpu_dtype()  # defect: DTL210
         if torch.is_autocast_enabled():
             x, weight = x.to(dtype), weight.to(dtype)
         ctx.save_for_backward(x, weight)
