@@ -2,6 +2,7 @@
 
     python benchmarks/unseen.py fetch              # -> benchmarks/unseen_corpus/<name>-<version>/
     python benchmarks/unseen.py check OUT.jsonl    # every finding at the default settings
+    python benchmarks/unseen.py check OUT.jsonl --min-confidence low   # the hidden ones too
     python benchmarks/unseen.py table OUT.jsonl benchmarks/UNSEEN-TRIAGE.tsv
 
 Twelve pinned projects outside the development corpus (timm, peft, accelerate, diffusers). The
@@ -103,11 +104,12 @@ def python_files(trees: list[Path]) -> list[str]:
     return files
 
 
-def check(out: Path, jobs: int | None) -> None:
+def check(out: Path, jobs: int | None, min_confidence: str = "medium") -> None:
     from dtype_lint.config import Settings
     from dtype_lint.engine import check_files
+    from dtype_lint.findings import Confidence
 
-    settings = Settings()
+    settings = Settings(min_confidence=Confidence.parse(min_confidence))
     trees = ensure_corpus()
     files = python_files(trees)
     print(f"{len(files)} files", flush=True)
@@ -160,6 +162,7 @@ def main() -> int:
     run = sub.add_parser("check")
     run.add_argument("out", type=Path)
     run.add_argument("--jobs", type=int, default=None)
+    run.add_argument("--min-confidence", default="medium", help="low also counts the hidden findings")
     count = sub.add_parser("table")
     count.add_argument("findings", type=Path)
     count.add_argument("triage", type=Path)
@@ -168,7 +171,7 @@ def main() -> int:
         for tree in ensure_corpus():
             print(tree.relative_to(HERE.parent))
     elif options.command == "check":
-        check(options.out, options.jobs)
+        check(options.out, options.jobs, options.min_confidence)
     else:
         table(options.findings, options.triage)
     return 0

@@ -74,3 +74,341 @@ BF16_TRAINER = 'from transformers import TrainingArguments\nargs = TrainingArgum
 def test_bf16_load_without_check_is_low_but_bf16_training_is_not():
     assert _findings(BF16_LOAD, "DTL203") == [("DTL203", 3, Confidence.LOW)]
     assert _findings(BF16_TRAINER, "DTL203") == [("DTL203", 2, Confidence.MEDIUM)]
+
+
+def _at(text: str, path: str = "plugin.py", level: Confidence = Confidence.LOW):
+    """Every finding of every rule, at ``level`` and above: (code, line, confidence)."""
+    settings = Settings(min_confidence=level)
+    return sorted((f.code, f.line, f.confidence) for f in check_text(text, path, settings).findings)
+
+
+# Cause 2: casts the flow did not model. A bf16 tensor reinterpreted as int16 before `.numpy()` is
+# the right export; `.to(int)` is int64; `model.half().float()` leaves the model in float32.
+CASTS = '''import torch
+
+emb = torch.nn.Embedding(10, 4)
+
+
+def export(weight):
+    bits = weight.to(torch.bfloat16).view(torch.int16)
+    return bits.numpy()
+
+
+def lookup(scores):
+    idx = scores.half().to(int)
+    return emb(idx)
+
+
+model = torch.nn.Linear(4, 4)
+model.half().float()
+out = model(torch.randn(2, 4))
+'''
+
+
+def test_reinterpreting_views_python_types_and_chained_casts_are_modelled():
+    assert _at(CASTS) == []
+    # The same lines without the casts are each reported.
+    broken = CASTS.replace(".view(torch.int16)", "").replace(".to(int)", "").replace("model.half().float()", "model.half()")
+    assert {code for code, _, _ in _at(broken)} >= {"DTL604", "DTL106", "DTL101"}
+
+
+# Cause 2: a destination whose "float32 or float64" was joined from a helper's return over all of
+# its callers is a guess about this call (kornia's polynomial solver): low, not medium.
+HELPER_JOIN = '''import torch
+
+
+def solve(coeffs):
+    if coeffs.dtype == torch.float16:
+        return solve(coeffs.float()).to(coeffs.dtype)
+    return coeffs * 2
+
+
+def refine(coeffs, lower):
+    work = coeffs.double()
+    roots = solve(work)
+    roots[lower] = torch.zeros(3, dtype=torch.float64)
+    return roots
+
+
+half_roots = solve(torch.zeros(3, dtype=torch.float16))
+roots = refine(torch.zeros(3), torch.zeros(3) > 0)
+
+
+def local(flag):
+    roots = torch.zeros(3) if flag else torch.zeros(3, dtype=torch.float64)
+    lower = roots > 0
+    roots[lower] = torch.zeros(3, dtype=torch.float64)
+    return roots
+'''
+
+
+def test_dtype_joined_from_another_functions_return_is_low():
+    assert [f for f in _at(HELPER_JOIN) if f[0] == "DTL104"] == [
+        ("DTL104", 13, Confidence.LOW),  # "float32 or float64" is solve()'s return over both calls
+        ("DTL104", 24, Confidence.MEDIUM),  # the join is this function's own
+    ]
+
+
+# Cause 3: safe contexts.
+AUTOCAST_METHOD = '''import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(4, 4).half()
+
+    def _autocast_ctx(self):
+        return torch.autocast("cuda", dtype=torch.float16)
+
+    def step(self, x):
+        with self._autocast_ctx():
+            return self.model(x.float())
+'''
+
+LOSS_UPCAST = '''import torch
+import torch.nn.functional as F
+
+
+def loss_fn(logits, labels):
+    return F.cross_entropy(logits.float(), labels)
+
+
+def train(model, x, y, scaler):
+    with torch.autocast("cuda", dtype=torch.float16):
+        logits = model(x)
+    loss = loss_fn(logits, y)
+    scaler.scale(loss).backward()
+'''
+
+RUN_IF = '''import torch
+from helpers import RunIf
+
+
+@RunIf(bf16_cuda=True)
+def check_bf16_matmul():
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return torch.randn(2, 2, device="cuda") @ torch.randn(2, 2, device="cuda")
+'''
+
+
+def test_autocast_from_a_method_loss_upcast_in_the_loss_function_and_capability_decorator():
+    assert _at(AUTOCAST_METHOD) == []
+    assert [f[0] for f in _at(AUTOCAST_METHOD.replace("with self._autocast_ctx():", "if x is not None:"))] == ["DTL101"]
+    assert [f for f in _at(LOSS_UPCAST) if f[0] == "DTL205"] == []
+    assert [f for f in _at(LOSS_UPCAST.replace("logits.float()", "logits")) if f[0] == "DTL205"] == [
+        ("DTL205", 12, Confidence.MEDIUM)
+    ]
+    assert _at(RUN_IF) == []
+    assert _at(RUN_IF.replace("@RunIf(bf16_cuda=True)", "@RunIf(min_cuda_gpus=1)")) == [("DTL203", 7, Confidence.MEDIUM)]
+
+
+MASKS = '''import torch
+
+
+def windowed(T, dtype, window):
+    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)
+    local = torch.full((T, T), torch.finfo(dtype).min).tril(-window)
+    return causal + local
+
+
+def padded(attention_mask, T, dtype):
+    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)
+    padding = (1.0 - attention_mask[:, None, None, :]) * torch.finfo(dtype).min
+    return causal + padding
+'''
+CLAMPED = MASKS + '''
+
+def attend(scores, attention_mask):
+    scores = scores + padded(attention_mask, scores.shape[-1], scores.dtype)
+    scores = torch.max(scores, torch.tensor(torch.finfo(scores.dtype).min))
+    return scores.softmax(-1)
+'''
+
+
+def test_masks_that_keep_the_diagonal_and_a_clamp_back_to_finfo_min():
+    # Two masks that never mask a query's own position cannot make a NaN row; causal + padding can.
+    assert _at(MASKS) == [("DTL502", 13, Confidence.MEDIUM)]
+    # The file clamps the scores back to finfo.min after adding the mask: a heuristic risk only.
+    assert _at(CLAMPED) == [("DTL502", 13, Confidence.LOW)]
+
+
+# Cause 5: value ranges.
+RANGES = '''import torch
+
+
+def alibi(num_heads):
+    return torch.pow(2.0, -torch.arange(1, num_heads + 1, dtype=torch.float16))
+
+
+def positions(n):
+    assert n <= 2048
+    return torch.arange(n, dtype=torch.float16)
+
+
+def probabilities(per_token_logps):
+    return per_token_logps.half().exp()
+
+
+def unbounded(n, logits):
+    return torch.arange(n, dtype=torch.float16), logits.half().exp()
+'''
+
+
+def test_small_counts_asserted_lengths_and_exp_of_log_probabilities():
+    assert _at(RANGES) == [
+        ("DTL503", 18, Confidence.MEDIUM),
+        ("DTL506", 5, Confidence.LOW),
+        ("DTL506", 18, Confidence.MEDIUM),
+    ]
+    assert ("DTL506", 10, Confidence.MEDIUM) in _at(RANGES.replace("    assert n <= 2048\n", "    assert n <= 65536\n"))
+
+
+# Cause 6: tests that exercise the pattern on purpose.
+EXPECTED_FAILURE = '''import pytest
+import torch
+
+
+def test_mismatch_raises():
+    model = torch.nn.Linear(2, 2).half()
+    x = torch.randn(2, 2)
+    with pytest.raises(RuntimeError):
+        model(x)
+
+
+def test_mismatch():
+    model = torch.nn.Linear(2, 2).half()
+    x = torch.randn(2, 2)
+    model(x)
+    scaler = torch.cuda.amp.GradScaler()
+'''
+
+
+def test_expected_failures_are_silent_and_test_files_one_level_lower():
+    assert _at(EXPECTED_FAILURE, "lib/mismatch.py") == [
+        ("DTL101", 15, Confidence.HIGH),
+        ("DTL201", 16, Confidence.HIGH),
+    ]
+    # In a test file the dtype-tracking finding drops a level; an API deprecation does not.
+    assert _at(EXPECTED_FAILURE, "tests/test_mismatch.py") == [
+        ("DTL101", 15, Confidence.MEDIUM),
+        ("DTL201", 16, Confidence.HIGH),
+    ]
+
+
+# Wrong messages.
+MESSAGES = '''import torch
+import torch.nn.functional as F
+
+model = torch.nn.Linear(4, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+mask = (torch.rand(4, 4) > 0.5).byte()
+loss = F.binary_cross_entropy_with_logits(torch.randn(4, 4), mask)
+for p in model.parameters():
+    p.grad = p.grad.to(torch.bfloat16)
+'''
+
+
+def test_messages_name_the_real_dtypes():
+    messages = {f.code: f.message for f in check_text(MESSAGES, "m.py", Settings(min_confidence=Confidence.LOW)).findings}
+    assert "uint8" in messages["DTL106"] and "int64" not in messages["DTL106"]
+    assert "c10::BFloat16" in messages["DTL402"] and "c10::Half" not in messages["DTL402"]
+
+
+# Misses: RoPE positions in the dtype of a buffer the model cast to bf16; a trainer whose
+# precision parameter defaults to bf16 with an always-enabled scaler.
+ROPE = '''import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    def forward(self, seq_len):
+        t = torch.arange(seq_len, dtype=self.inv_freq.dtype)
+        return torch.outer(t, self.inv_freq).cos()
+
+
+rotary = Rotary(64).to(torch.bfloat16)
+cos = rotary(8192)
+'''
+
+TRAINER = '''import torch
+
+
+class Trainer:
+    def __init__(self, model, precision=torch.bfloat16):
+        self.model = model
+        self.precision = precision
+        self.scaler = torch.amp.GradScaler("cuda")
+
+    def step(self, x):
+        with torch.autocast("cuda", dtype=self.precision):
+            loss = self.model(x).sum()
+        self.scaler.scale(loss).backward()
+'''
+
+
+def test_rope_buffer_cast_with_the_model_and_a_bf16_default_precision_with_a_scaler():
+    assert ("DTL506", 11, Confidence.MEDIUM) in _at(ROPE)
+    assert _at(ROPE.replace(".to(torch.bfloat16)", "")) == []
+    # The default is one configuration a caller may change: medium, not high.
+    assert ("DTL301", 8, Confidence.MEDIUM) in _at(TRAINER)
+
+
+# Misses a general rule catches: the deprecated per-device autocast getters (DTL210), a partial of
+# the deprecated autocast (DTL201, also inside an old-torch fallback it is not), and whole-model
+# fp16 training behind `--full_fp16` with AdamW's eps=1e-8 (DTL401, DTL404).
+MISSES = '''import argparse
+from functools import partial
+import torch
+
+dtype = torch.get_autocast_gpu_dtype()
+autocast = partial(torch.cuda.amp.autocast, dtype=torch.float16)
+try:
+    custom_fwd = partial(torch.amp.custom_fwd, device_type="cuda")
+except AttributeError:
+    custom_fwd = partial(torch.cuda.amp.custom_fwd)
+parser = argparse.ArgumentParser()
+parser.add_argument("--full_fp16", action="store_true")
+args = parser.parse_args()
+model = torch.nn.Linear(4, 4)
+if args.full_fp16:
+    model.to(torch.float16)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-8)
+for _ in range(10):
+    model(torch.randn(2, 4, dtype=torch.float16)).sum().backward()
+    opt.step()
+'''
+
+
+def test_misses_from_the_issue_are_caught():
+    assert _at(MISSES, level=Confidence.MEDIUM) == [
+        ("DTL201", 6, Confidence.HIGH),
+        ("DTL210", 5, Confidence.HIGH),
+        ("DTL401", 16, Confidence.MEDIUM),
+        ("DTL404", 17, Confidence.MEDIUM),
+    ]
+
+
+EARLY_RETURN = '''import torch
+
+
+def scaler():
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda")
+    return torch.cuda.amp.GradScaler()
+
+
+def newer_side():
+    if torch.__version__ < "2.4":
+        return torch.cuda.amp.GradScaler()
+    return torch.cuda.amp.GradScaler()
+'''
+
+
+def test_code_after_a_new_torch_early_return_is_a_fallback():
+    # After `if <new torch>: return`, only an old torch gets there; after `if <old torch>: return`, a new one.
+    assert _at(EARLY_RETURN) == [("DTL201", 13, Confidence.HIGH)]

@@ -36,6 +36,8 @@ def in_old_torch_fallback(ctx: FileContext, node: cst.CSTNode) -> bool:
             old_side = parent.body if _is_older_than(ctx, parent.test) else parent.orelse
             if child is old_side:
                 return True
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)) and _after_new_torch_return(ctx, parent, child):
+            return True
         if isinstance(parent, cst.ExceptHandler) and parent.type is not None:
             if _FALLBACK_ERRORS.search(ctx.code_for(parent.type)):
                 attempt = ctx.parent(parent)
@@ -53,3 +55,24 @@ def _is_older_than(ctx: FileContext, test: cst.BaseExpression) -> bool:
     """A test true on old torch: ``version < X`` (or ``not`` a newer-than test)."""
     code = ctx.code_for(test)
     return "<" in code or code.lstrip().startswith("not ")
+
+
+def _after_new_torch_return(ctx: FileContext, block, statement: cst.CSTNode) -> bool:
+    """``statement`` follows ``if hasattr(torch, "get_autocast_dtype"): return ...`` in the same
+    block: only a torch without the new API gets there (the early-return spelling of ``else``)."""
+    body = list(block.body)
+    if statement not in body:
+        return False
+    for earlier in body[: body.index(statement)]:
+        if (
+            isinstance(earlier, cst.If)
+            and earlier.orelse is None
+            and _is_version_test(ctx, earlier.test)
+            and not _is_older_than(ctx, earlier.test)
+            and isinstance(earlier.body, cst.IndentedBlock)
+            and earlier.body.body
+            and isinstance(earlier.body.body[-1], cst.SimpleStatementLine)
+            and isinstance(earlier.body.body[-1].body[-1], (cst.Return, cst.Raise))
+        ):
+            return True
+    return False

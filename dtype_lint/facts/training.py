@@ -379,7 +379,30 @@ class TrainingFacts:
             for _, value in self.assignments[text]:
                 found |= self.dtype_choices(value, depth + 1)
             return found
+        default = parameter_default(self.ctx, expr)
+        if default is not None:
+            # ``def __init__(self, precision=torch.bfloat16)``: what runs when no caller says otherwise.
+            return self.dtype_choices(default, depth + 1)
         return set()
+
+    def dtype_from_default(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
+        """``expr``'s dtype comes (on some path) from a parameter's default: only the
+        configuration that runs when no caller passes another one."""
+        if expr is None or depth > 4:
+            return False
+        if isinstance(expr, cst.IfExp):
+            return self.dtype_from_default(expr.body, depth + 1) or self.dtype_from_default(expr.orelse, depth + 1)
+        text = target_text(expr)
+        if text is not None and text in self.assignments:
+            return any(self.dtype_from_default(value, depth + 1) for _, value in self.assignments[text])
+        return parameter_default(self.ctx, expr) is not None
+
+    def autocast_dtype_defaulted(self, info: AutocastInfo) -> bool:
+        call = info.node
+        if call is None or not self.ctx.names.matches(call.func, *AUTOCAST):
+            return False
+        argument = keyword(call, "dtype")
+        return self.dtype_from_default(argument if argument is not None else positional(call, 1))
 
     def string_choices(self, expr: cst.BaseExpression, depth: int = 0) -> set[str]:
         """The string literals ``expr`` may hold (empty when any assignment is not one)."""
@@ -427,6 +450,19 @@ class TrainingFacts:
         if default is None:
             return set(), "the framework's setting"
         return {default}, f"the {info.device.upper()} default"
+
+
+def parameter_default(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The default of the parameter ``expr`` names, in the function it is used in."""
+    if not isinstance(expr, cst.Name):
+        return None
+    function = ctx.enclosing(expr, cst.FunctionDef)
+    if function is None:
+        return None
+    for param in (*function.params.params, *function.params.kwonly_params):
+        if param.name.value == expr.value:
+            return param.default
+    return None
 
 
 def trains_only_requires_grad(ctx, optimizer: cst.Call) -> bool:

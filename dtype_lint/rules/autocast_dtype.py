@@ -9,7 +9,9 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
+from dtype_lint.facts.deliberate import is_test_file, requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.safe_context import loss_upcasts_inputs
 from dtype_lint.facts.training import (
     call_name,
     calls_in,
@@ -213,7 +215,6 @@ class AutocastDeviceMismatch(Rule):
         return result
 
 
-TEST_FILE = re.compile(r"(^|/)(tests?|testing|test_utils)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
 AUTOCAST_FAILS = 'autocast raises "Current CUDA Device does not support bfloat16"'
 TRAINER_FAILS = "the trainer refuses to start (no bf16 support on this device)"
 LOAD_FAILS = "there are no native bf16 kernels: matmuls are emulated (slow) or fail"
@@ -309,7 +310,9 @@ class Bf16Unchecked(Rule):
             if id(anchor) in reported:
                 continue
             reported.add(id(anchor))
-            if TEST_FILE.search(self.ctx.path.replace("\\", "/")):
+            if requires_bf16_hardware(self.ctx, anchor):
+                continue  # ``@RunIf(bf16_cuda=True)``: the decorator is the capability check
+            if is_test_file(self.ctx.path):
                 # Test suites run on hardware their CI chose; the missing check is not a user's bug.
                 confidence = Confidence.LOW
             self.report(
@@ -515,6 +518,8 @@ class LossOutsideAutocast(Rule):
                 used = self._uses(call, produced)
                 if used is None:
                     continue
+                if loss_upcasts_inputs(self.ctx, call):
+                    return  # ``def loss_fn(logits, y): return F.cross_entropy(logits.float(), y)``
                 self.report(
                     call,
                     f"`{used}` comes out of the autocast block at line {_line(self.ctx, node)} in {dtype_text}"

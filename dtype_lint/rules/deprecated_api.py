@@ -165,7 +165,7 @@ class DeprecatedAmpApi(Rule):
         if isinstance(node, cst.Name) and node.value in self._assigned_names():
             return  # a local alias (``fallback = autocast``): the import's own spelling is reported
         found = self._deprecated(node)
-        if found is None:
+        if found is None or in_old_torch_fallback(self.ctx, node):
             return
         qualified, device, name = found
         self.report(

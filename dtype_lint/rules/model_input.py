@@ -686,7 +686,10 @@ class IndexOpDtype(Rule):
         elif dest.certain or source.certain:
             if dest.dtypes == source.dtypes:
                 return
-            confidence = Confidence.MEDIUM
+            # "float32 or float64" joined from a helper's return over all its callers is a guess
+            # about this call (issue 14, cause 2): low.
+            uncertain = source if dest.certain else dest
+            confidence = Confidence.LOW if from_elsewhere(self.ctx, dest_node, uncertain) else Confidence.MEDIUM
         else:
             return
         fix = None
@@ -703,6 +706,16 @@ class IndexOpDtype(Rule):
             confidence=confidence,
             fix=fix,
         )
+
+
+def from_elsewhere(ctx, node: cst.CSTNode, value: Value) -> bool:
+    """Some dtype of ``value`` was set outside the function ``node`` is in (it came back from
+    another function's return, joined over every call of it)."""
+    function = ctx.enclosing(node, cst.FunctionDef)
+    if function is None:
+        return False
+    start, end = ctx.position(function).start.line, ctx.position(function).end.line
+    return any(origin is not None and not start <= origin.line <= end for _, origin in value.origins)
 
 
 def _int_list(node: cst.BaseExpression) -> bool:

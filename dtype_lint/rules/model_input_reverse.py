@@ -139,11 +139,3 @@ class Fp32ModelLowpInput(Rule):
                         sources.append(dotted_name(value.args[0].value))
             names = sources
         return False
-        for _, value in training_facts(self.ctx).assignments.get(text, []):
-            if isinstance(value, cst.Call):
-                called = dotted_name(value.func) or ""
-                if called.rsplit(".", 1)[-1] in WRAPPERS:
-                    return True
-                if value.args and self._wrapped(value.args[0].value, depth + 1):
-                    return True
-        return False

@@ -545,6 +545,11 @@ class AdditiveMaskNan(Rule):
         second = self._saturations.of(right)
         if second is None:
             return
+        if self._keeps_diagonal(left) and self._keeps_diagonal(right):
+            return  # every row keeps its diagonal unmasked: -inf entries, but never a NaN row
+        # A file that clamps scores back to finfo.min (``torch.max(attn, finfo.min)``) turns the
+        # -inf back into a finite minimum before softmax; the sum is then only a heuristic risk.
+        confidence = Confidence.LOW if self._clamps_to_minimum() else Confidence.MEDIUM
         code = self.ctx.code_for
         message = (
             f"`{code(left).strip()}` ({first.describe(self.ctx)}) + `{code(right).strip()}` "
@@ -552,4 +557,49 @@ class AdditiveMaskNan(Rule):
             f"({'finfo.min + finfo.min overflows in every dtype' if 'inf' not in first.fill + second.fill else 'and stay -inf'}) "
             "and a fully masked row's softmax is NaN; combine the masks with `masked_fill`/`torch.where` instead"
         )
-        self.report(node, message, confidence=Confidence.MEDIUM)
+        self.report(node, message, confidence=confidence)
+
+    def _keeps_diagonal(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The mask is built with ``triu(diagonal >= 1)`` / ``tril(diagonal <= -1)`` (a causal or
+        window mask that never masks a query's own position), through names it is assigned from."""
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Name):
+            reaching = facts(self.ctx).reaching(expr)
+            return bool(reaching) and all(self._keeps_diagonal(value, depth + 1) for value, _ in reaching)
+        for node in walk(expr):
+            if not isinstance(node, cst.Call):
+                continue
+            shape = call_shape(self.ctx, node)
+            if shape is None or shape.name not in ("triu", "tril", "triu_", "tril_"):
+                continue
+            # ``torch.triu(m, 1)`` / ``m.triu(1)``: the offset follows the input when qualified
+            offset = argument(node, "diagonal", 1 if shape.qualified is not None else 0)
+            if offset is None:
+                continue
+            found = number(self.ctx, offset.value)
+            if found is not None and (found.value >= 1 if shape.name.startswith("triu") else found.value <= -1):
+                return True
+            negated = isinstance(offset.value, cst.UnaryOperation) and isinstance(offset.value.operator, cst.Minus)
+            if found is None and negated and shape.name.startswith("tril"):
+                return True  # ``tril(-window)``: a window size is positive
+        return False
+
+    def _clamps_to_minimum(self) -> bool:
+        """``torch.max(x, finfo.min)`` / ``torch.clamp(x, min=finfo.min)`` / ``x.clamp(min=...)``
+        somewhere in the file (HF's OPT/LLaMA clamp right after adding the mask)."""
+        if getattr(self, "_clamp", None) is None:
+            self._clamp = False
+            for node in walk(self.ctx.module, into_definitions=True):
+                if not isinstance(node, cst.Call):
+                    continue
+                shape = call_shape(self.ctx, node)
+                if shape is None or shape.name not in ("max", "maximum", "clamp", "clamp_", "clip"):
+                    continue
+                bounds = [argument(node, "min", 1 if shape.qualified else 0)]
+                if shape.name in ("max", "maximum"):
+                    bounds = [argument(node, "other", 1 if shape.qualified else 0)]
+                if any(bound is not None and saturated_scalar(self.ctx, bound.value) for bound in bounds):
+                    self._clamp = True
+                    break
+        return self._clamp

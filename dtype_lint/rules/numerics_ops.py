@@ -3,6 +3,8 @@ lowp-accumulation, DTL508 factory-default-dtype."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
@@ -172,8 +174,21 @@ def _definitions(ctx, tensor: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [tensor]
 
 
+# Names that hold log-probabilities (``logps``, ``log_probs``, ``token_logprobs``): <= 0 by definition.
+_KEEPS_VALUES = frozenset({"half", "float", "bfloat16", "to", "type", "detach", "clone", "contiguous", "view", "reshape", "squeeze", "unsqueeze"})
+LOG_PROBABILITIES = re.compile(r"(^|_)(log_?p(rob)?s?|log_?likelihoods?)$", re.IGNORECASE)
+
+
 def _is_max_shifted(ctx, tensor: cst.BaseExpression) -> bool:
     """``x - x.max(-1, keepdim=True).values`` / ``x - amax`` / ``x - logsumexp``: at most 0."""
+    named = tensor
+    while isinstance(named, cst.Call) and isinstance(named.func, cst.Attribute) and named.func.attr.value in _KEEPS_VALUES:
+        named = named.func.value  # ``logps.half()``, ``logps[:, 1:].contiguous()``: still log-probabilities
+    while isinstance(named, cst.Subscript):
+        named = named.value
+    named = named.attr if isinstance(named, cst.Attribute) else named
+    if isinstance(named, cst.Name) and LOG_PROBABILITIES.search(named.value):
+        return True  # ``per_token_logps.exp()``: a log-probability is <= 0, its exp <= 1
     for candidate in _definitions(ctx, tensor):
         if isinstance(candidate, cst.BinaryOperation) and isinstance(candidate.operator, cst.Subtract):
             text = ctx.code_for(candidate.right)

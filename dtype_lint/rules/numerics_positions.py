@@ -3,10 +3,13 @@ dtypes cannot hold (large integers; bf16-trained activations)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_string
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.facts.numerics import (
@@ -53,6 +56,52 @@ def _arange_bounds(ctx, call: cst.Call) -> tuple[float | None, float | None]:
     start_value = number(ctx, start.value) if start is not None else None
     end_value = number(ctx, end.value) if end is not None else None
     return (start_value.value if start_value else (0.0 if start is None else None)), (end_value.value if end_value else None)
+
+
+# Lengths that count a model's parts, not tokens: far below 2048 in any real model.
+SMALL_COUNTS = re.compile(r"(^|_)(n_?)?(heads?|layers?|experts?|groups?|kv_heads)$|^num_(heads?|layers?|experts?|groups?)", re.IGNORECASE)
+
+
+def _run_time_length(arange: cst.Call) -> cst.Name | None:
+    """The name an ``arange``'s end is made of: ``n`` in ``arange(n)`` or ``arange(1, n + 1)``."""
+    positional = [a for a in arange.args if a.keyword is None and not a.star]
+    end = argument(arange, "end", None) or (positional[-1] if len(positional) in (1, 2) else positional[1] if positional else None)
+    if end is None:
+        return None
+    expr = end.value
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)) and isinstance(expr.right, cst.Integer):
+        expr = expr.left
+    if isinstance(expr, cst.Attribute):
+        return expr.attr
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _asserted_bound(ctx, arange: cst.Call, length: cst.Name | None) -> float | None:
+    """K from ``assert n <= K`` (or ``n < K``, ``K >= n``) earlier in the function around ``arange``."""
+    if length is None:
+        return None
+    function = ctx.enclosing(arange, cst.FunctionDef)
+    if function is None:
+        return None
+    line = ctx.position(arange).start.line
+    for node in walk(function):
+        if not isinstance(node, cst.Assert) or ctx.position(node).start.line > line:
+            continue
+        test = node.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        left = test.left
+        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            left, right = right, left
+        elif not isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+            continue
+        named = left.attr if isinstance(left, cst.Attribute) else left
+        if isinstance(named, cst.Name) and named.value == length.value:
+            bound = number(ctx, right)
+            if bound is not None:
+                return bound.value
+    return None
 
 
 class LowpIntegerPositions(Rule):
@@ -170,6 +219,14 @@ class LowpIntegerPositions(Rule):
             confidence = Confidence.HIGH if certain else Confidence.MEDIUM
         else:
             confidence = Confidence.MEDIUM if certain else Confidence.LOW
+            length = _run_time_length(arange)
+            asserted = _asserted_bound(self.ctx, arange, length)
+            if asserted is not None and asserted <= limit + 1:
+                return  # ``assert n <= 2048`` before ``arange(n, dtype=float16)``: exact
+            if length is not None and SMALL_COUNTS.search(length.value):
+                # ``arange(1, num_heads + 1)``: a count of heads or layers, not a sequence length;
+                # it fits unless a model has thousands of heads (a heuristic: low).
+                confidence = Confidence.LOW
         names = " or ".join(LONG[d] for d in (FP16, BF16) if d in dtypes)
         bound = f"up to {int(end)}" if end is not None else "up to a run-time length"
         message = (

@@ -13,7 +13,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts import pipelines
-from dtype_lint.facts.dtypes import FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
+from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import trains_only_requires_grad
 from dtype_lint.findings import Confidence
@@ -183,6 +183,11 @@ class HalfWholeModelTrain(Rule):
 
 
 # -- DTL402 -----------------------------------------------------------------------------------
+def _c10_name(dtypes) -> str:
+    """How torch's error names the gradient's dtype: ``c10::Half``, ``c10::BFloat16``."""
+    return "c10::BFloat16" if BF16 in dtypes and FP16 not in dtypes else "c10::Half"
+
+
 class ParamDtypeAssign(Rule):
     """## What it does
     Flags assignments that downcast a trainable parameter or its gradient by hand inside a loop
@@ -270,7 +275,7 @@ class ParamDtypeAssign(Rule):
                 node,
                 f"`{code(self.ctx, target)}` is cast to {new} by hand: a no-op only because `{code(self.ctx, target.value)}` "
                 f"is already {dtype_phrase(param)}; with float32 parameters (autocast training) it raises "
-                f"(attempting to assign a gradient with dtype 'c10::Half' to a tensor with grad_dtype 'Float'). "
+                f"(attempting to assign a gradient with dtype '{_c10_name(value.dtypes)}' to a tensor with grad_dtype 'Float'). "
                 f"Remove it; gradients always have their parameter's dtype",
                 confidence=Confidence.MEDIUM,
             )
@@ -285,7 +290,8 @@ class ParamDtypeAssign(Rule):
         if what == "gradient":
             consequence = (
                 "a gradient must match its parameter's dtype (attempting to assign a gradient with dtype "
-                "'c10::Half' to a tensor with grad_dtype 'Float'), and float16 gradients underflow"
+                f"'{_c10_name(value.dtypes)}' to a tensor with grad_dtype 'Float')"
+                + (", and float16 gradients underflow" if FP16 in value.dtypes else "")
             )
         else:
             consequence = (
@@ -393,7 +399,7 @@ class DtypeToggleWithOptimizer(Rule):
                     f"`{cast.target}` is cast to {_dtypes(cast.dtypes)} inside the training loop, but "
                     f"`{_optimizer_name(self.ctx, optimizer)}` (line {_line(self.ctx, optimizer.node)}) was built over its "
                     f"{dtype_phrase(params)} parameters: the optimizer state keeps the old dtype, so the next step mixes "
-                    f"dtypes (Adam: expected dtype c10::Half for `end` but got dtype float) or updates in the wrong "
+                    f"dtypes (Adam: expected dtype {_c10_name(cast.dtypes)} for `end` but got dtype float) or updates in the wrong "
                     f"precision. Cast back, or use autocast",
                     confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
                 )

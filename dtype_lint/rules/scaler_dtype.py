@@ -253,7 +253,9 @@ class ScalerWithBf16(Rule):
     def _check(self, facts, scaler: cst.Call, regions) -> None:
         known = [region for region in regions if region[1]]
         if known and all("bfloat16" in dtypes for _, dtypes, _ in known):
-            certain = all(dtypes == {"bfloat16"} for _, dtypes, _ in known)
+            # A dtype from a parameter's default (``precision=torch.bfloat16``) is one reachable
+            # configuration, not every run: medium at most.
+            certain = all(dtypes == {"bfloat16"} and not facts.autocast_dtype_defaulted(region) for region, dtypes, _ in known)
             info, dtypes, source = known[0]
             what = "runs in bfloat16" if certain else "may run in bfloat16"
             message = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 import types
+import warnings
 
 import torch
 
@@ -242,7 +243,16 @@ def _patch_autocast_queries(state: State) -> None:
 
     torch.is_autocast_enabled = is_autocast_enabled
     torch.get_autocast_dtype = get_autocast_dtype
-    torch.get_autocast_gpu_dtype = lambda: get_autocast_dtype("cuda")
+    def get_autocast_gpu_dtype():
+        # Deprecated since torch 2.4 (DTL210): the emulation warns as the real function does.
+        warnings.warn(
+            "torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return get_autocast_dtype("cuda")
+
+    torch.get_autocast_gpu_dtype = get_autocast_gpu_dtype
 
 
 def _patch_autocast(state: State) -> None:

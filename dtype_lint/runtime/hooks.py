@@ -441,6 +441,9 @@ def _hook_ddp(state: State) -> None:
 def _hook_warnings(state: State) -> None:
     recorder = state.recorder
     original = warnings.showwarning
+    # torch's C++ deprecations (``torch.get_autocast_gpu_dtype()``, DTL210) are DeprecationWarnings,
+    # which Python hides by default: show them once per call site.
+    warnings.filterwarnings("default", message=r"torch\.\w*autocast\w*\(", category=DeprecationWarning)
 
     def showwarning(message, category, filename, lineno, file=None, line=None):
         family = messages.classify(str(message), messages.WARNING_FAMILIES)

@@ -145,6 +145,12 @@ WARNING_FAMILIES: tuple[Family, ...] = (
     Family("deprecated-default-tensor-type", "m20", (r"set_default_tensor_type\(\) is deprecated",), ("DTL702",)),
     # torch disables an autocast whose dtype its device does not run in (float32 on the CPU).
     Family("autocast-dtype-unsupported", "DTL209", (r"autocast, but the target dtype is not supported",), ("DTL209",)),
+    Family(
+        "deprecated-autocast-state",
+        "m14",
+        (r"torch\.(get|set|is)_autocast_(gpu|cpu|xla|ipu)_\w+\([^)]*\) is deprecated",),
+        ("DTL210",),
+    ),
     Family("torch-dtype-kwarg", "F1", (r"`torch_dtype` is deprecated",), ("DTL601",)),
 )
 

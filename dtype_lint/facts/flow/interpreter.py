@@ -19,7 +19,7 @@ from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, 
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, Value, join, make, promote,
 )
@@ -268,6 +268,12 @@ class Interpreter:
                             value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
                         else:
                             value = value.replace(dtypes=frozenset(), origins=(), partial=False)
+                    elif value is not None and current.cls.is_module and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
+                        # Floating buffers (``register_buffer("inv_freq", ...)``) follow a whole-model
+                        # ``.to(torch.bfloat16)`` / ``.half()`` like parameters do.
+                        owner = current.env.get("self")
+                        if owner is not None and owner.kind == MODULE and owner.dtypes & LOW:
+                            value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
                     return True, value
                 return False, None
             current = current.outer
@@ -1572,6 +1578,8 @@ class Interpreter:
         if method in ("from_pretrained", "from_config", "from_single_file"):
             return self._from_pretrained(dotted_name(func.value) or "", node)
         kind = receiver.kind if receiver is not None else None
+        if key is None and kind == MODULE:
+            key = _chained_module_key(func.value)
         # Module (or a bare ``x.half()`` statement: only a module cast means anything there).
         if kind == MODULE or (statement and kind is None and self._is_cast(method, node)):
             return self._module_method(method, receiver, key, node, frame, statement)
@@ -1700,6 +1708,8 @@ class Interpreter:
                 continue
             if isinstance(arg.value, cst.Attribute) and arg.value.attr.value in lib.TENSOR_TYPES:
                 return (frozenset({lib.TENSOR_TYPES[arg.value.attr.value]}), None)
+            if isinstance(arg.value, cst.Name) and arg.value.value in _PYTHON_TYPES and not self.names.qualified_names(arg.value):
+                return (frozenset({_PYTHON_TYPES[arg.value.value]}), None)  # ``.to(int)``: int64
             spelled = self.ctx.code_for(arg.value) if arg.keyword is not None else (dotted_name(arg.value) or "")
             if arg.keyword is not None or "dtype" in spelled.lower() or "precision" in spelled.lower():
                 return (frozenset(), None)
@@ -1737,6 +1747,9 @@ class Interpreter:
                 ))
                 self.mutate(key, cast, frame)
             return cast
+        if method == "register_buffer" and key is not None and len(node.args) >= 2 and _string(node.args[0].value):
+            self.assign(f"{key}.{_string(node.args[0].value)}", self._values.get(id(node.args[1].value)), frame)
+            return None
         if method in ("parameters", "named_parameters"):
             module = receiver
             return Value(kind=PARAMS, dtypes=module.dtypes, partial=module.partial, origins=module.origins,
@@ -1765,6 +1778,12 @@ class Interpreter:
             if cast is not None:
                 return cast.replace(role=None, target=None, autocast=None)
             return cast
+        if method == "view" and len(node.args) == 1 and not node.args[0].star:
+            # ``t.view(torch.int16)`` reinterprets the bits as another dtype (bf16 export done
+            # right); ``t.view(-1)`` or ``t.view(shape)`` keep the dtype.
+            target = self._values.get(id(node.args[0].value))
+            if target is not None and target.kind == DTYPE:
+                return make(TENSOR, target.dtypes, self.origin(node)) if target.dtypes else make(TENSOR)
         if method == "type_as" and node.args:
             other = self._values.get(id(node.args[0].value))
             if other is not None and other.kind == TENSOR:
@@ -1836,6 +1855,20 @@ class _Nothing:
 
 
 NOTHING = _Nothing()
+
+def _chained_module_key(expr: cst.BaseExpression) -> str | None:
+    """``model`` for ``model.half()`` / ``model.cuda().half()``: module casts and moves work in
+    place and return the module, so ``model.half().float()`` leaves ``model`` in float32."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and (
+        expr.func.attr.value in lib.MODULE_SELF_METHODS or expr.func.attr.value in lib.CAST_METHODS
+        or expr.func.attr.value in ("to", "type")
+    ):
+        expr = expr.func.value
+    return dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+
+
+# Python's own types as torch dtypes (``t.to(int)`` is int64, ``t.to(float)`` float64).
+_PYTHON_TYPES = {"int": INT, "float": FP64, "bool": BOOL}
 
 
 # Tensor methods whose results are pieces of the tensor (``values, indices = x.sort()`` is not).

@@ -8,6 +8,7 @@ compare by content, so environments can be compared to find a loop's fixed point
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +21,9 @@ FLOATS = frozenset({FP32, FP16, BF16, FP64})
 # How messages spell them (torch's own names).
 LONG_NAMES = {FP32: "float32", FP16: "float16", BF16: "bfloat16", FP64: "float64", INT: "int64", BOOL: "bool"}
 SHORT_NAMES = {long: short for short, long in LONG_NAMES.items()}
+# How code spells a narrower integer dtype: ``.byte()``, ``torch.int32``.
+_INTEGER_SPELLINGS = re.compile(r"\.(byte|char|short|int|long)\(\)|\b(u?int(?:8|16|32|64))\b")
+_INTEGER_METHODS = {"byte": "uint8", "char": "int8", "short": "int16", "int": "int32", "long": "int64"}
 
 # Kinds of value.
 MODULE, TENSOR, SCALER, OPTIMIZER, NUMPY, DTYPE, AUTOCAST = (
@@ -133,8 +137,17 @@ class Value:
         """``float16`` / ``float16 or float32`` / ``unknown``, in a fixed order."""
         if not self.dtypes:
             return "of unknown dtype"
-        names = [LONG_NAMES[d] for d in DTYPES if d in self.dtypes]
+        names = [LONG_NAMES[d] if d != INT else self._integer_name() for d in DTYPES if d in self.dtypes]
         return " or ".join(names)
+
+    def _integer_name(self) -> str:
+        """The lattice has one integer dtype; name the one its origin wrote (``.byte()`` is uint8)."""
+        origin = self.origin_of(INT)
+        found = _INTEGER_SPELLINGS.findall(origin.text) if origin is not None else []
+        if not found:
+            return LONG_NAMES[INT]
+        method, literal = found[-1]
+        return _INTEGER_METHODS.get(method, LONG_NAMES[INT]) if method else literal
 
     def since(self, dtype: str | None = None) -> str:
         """``since line 12 (`model.half()`)`` for ``dtype`` (default: the first origin)."""

@@ -1,0 +1,78 @@
+"""Where code exercises a precision pattern on purpose (issue 14, causes 3 and 6).
+
+On code the project had never seen, a third of the false positives were tests doing the wrong
+thing deliberately (a mismatch inside ``pytest.raises``, synthetic bf16 gradients) or code run
+only where its CI proved the hardware (``@RunIf(bf16_cuda=True)``). These helpers answer, for one
+node, whether it sits in such a place; rules (and ``Rule.report``) decide what that means.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from dtype_lint.facts.names import dotted_name
+
+if TYPE_CHECKING:
+    from dtype_lint.context import FileContext
+
+# A test module: pytest's discovery names, and the usual test folders.
+TEST_FILE = re.compile(r"(^|/)(tests?|testing|test_utils)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
+
+# Rules that read an API's spelling, not a dtype: a deprecated call is as deprecated in a test
+# (and a file that does not parse, DTL001, is broken wherever it is).
+API_RULES = frozenset({"DTL001", "DTL201", "DTL210", "DTL601", "DTL701"})
+
+# ``pytest.raises(...)`` / ``self.assertRaises(...)`` / ``assertRaisesRegex``: the body is expected to fail.
+_EXPECTS_FAILURE = re.compile(r"(^|\.)(raises|assertRaises|assertRaisesRegex|assertRaisesRegexp)$")
+
+# A decorator keyword that requires bf16 hardware: ``@RunIf(bf16_cuda=True)``,
+# ``@require(bf16=True)``, ``@skip_unless(bfloat16_supported=True)``.
+_BF16_REQUIREMENT = re.compile(r"bf16|bfloat16", re.IGNORECASE)
+
+
+def is_test_file(path: str) -> bool:
+    return bool(TEST_FILE.search(path.replace("\\", "/")))
+
+
+def _ancestors(ctx: FileContext, node: cst.CSTNode):
+    current = ctx.parent(node)
+    while current is not None:
+        yield current
+        current = ctx.parent(current)
+
+
+def expects_failure(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` runs inside ``with pytest.raises(...)`` (or unittest's ``assertRaises``): the test
+    exercises the failure on purpose."""
+    for ancestor in _ancestors(ctx, node):
+        if not isinstance(ancestor, cst.With):
+            continue
+        for item in ancestor.items:
+            call = item.item
+            if isinstance(call, cst.Call) and _EXPECTS_FAILURE.search(dotted_name(call.func) or ""):
+                return True
+    return False
+
+
+def requires_bf16_hardware(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """A function or class around ``node`` is decorated with a call whose keyword names bf16 and
+    is true (``@RunIf(bf16_cuda=True)``): it runs only where bf16 is supported."""
+    for ancestor in _ancestors(ctx, node):
+        if not isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for decorator in ancestor.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            for arg in call.args:
+                if (
+                    arg.keyword is not None
+                    and _BF16_REQUIREMENT.search(arg.keyword.value)
+                    and isinstance(arg.value, cst.Name)
+                    and arg.value.value == "True"
+                ):
+                    return True
+    return False
