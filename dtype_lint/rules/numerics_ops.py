@@ -371,7 +371,24 @@ def combined_operands(ctx, node: cst.Call) -> list[cst.BaseExpression] | None:
     return operands
 
 
-class FactoryDefaultDtype(Rule):
+class CombiningRule(Rule):
+    """A rule about the tensors one op puts into one result: arithmetic (`a + b`) and the
+    combining calls of `combined_operands`; subclasses implement `_combine(node, operands)`."""
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            self._combine(node, [node.left, node.right])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        operands = combined_operands(self.ctx, node)
+        if operands is not None:
+            self._combine(node, operands)
+
+    def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
+        raise NotImplementedError
+
+
+class FactoryDefaultDtype(CombiningRule):
     """## What it does
     Flags a float32 tensor that comes from a factory called without `dtype=` (`torch.zeros`,
     `ones`, `full`, `empty`, `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) and
@@ -435,15 +452,6 @@ class FactoryDefaultDtype(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._reported: set[int] = set()
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
-            self._combine(node, [node.left, node.right])
-
-    def visit_Call(self, node: cst.Call) -> None:
-        operands = combined_operands(self.ctx, node)
-        if operands is not None:
-            self._combine(node, operands)
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         values = [(operand, self.ctx.flow.value_of(operand)) for operand in operands]

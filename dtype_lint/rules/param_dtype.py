@@ -15,8 +15,8 @@ import libcst as cst
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
-from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.rules.numerics_ops import FACTORIES, _is_float_literal, _zero_dim, combined_operands
+from dtype_lint.rules.base import Invalid
+from dtype_lint.rules.numerics_ops import FACTORIES, CombiningRule, _is_float_literal, _zero_dim
 
 # A float16/bfloat16 spelling anywhere in the file: the file runs something in low precision.
 _LOWP_WORDS = ("float16", "bfloat16", "half", "fp16", "bf16", "autocast")
@@ -24,7 +24,7 @@ _LOWP_WORDS = ("float16", "bfloat16", "half", "fp16", "bf16", "autocast")
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "size", "ndim", "dim", "new_zeros", "new_ones", "unsqueeze", "view", "reshape"})
 
 
-class DtypeAgnosticFactory(Rule):
+class DtypeAgnosticFactory(CombiningRule):
     """## What it does
     Flags a factory called without `dtype=` (`torch.zeros`, `ones`, `full` with a float,
     `empty`, `rand`, `randn`, `linspace`, `eye`, `torch.tensor([floats])`) whose float32 result
@@ -87,15 +87,6 @@ class DtypeAgnosticFactory(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._tensor_like: dict[int, set[str]] = {}
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
-            self._combine(node, [node.left, node.right])
-
-    def visit_Call(self, node: cst.Call) -> None:
-        operands = combined_operands(self.ctx, node)
-        if operands is not None:
-            self._combine(node, operands)
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         function = self.ctx.enclosing(node, cst.FunctionDef)
