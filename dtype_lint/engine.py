@@ -143,24 +143,24 @@ def check_text(
     """Check one file's text. Never raises for anything the file contains. ``summarize``: attach
     the project pass's summary of the file; ``worlds``: check its classes under these precision
     worlds (see dtype_lint/project/)."""
-    parsed: list = []
+    # CPython's tree serves both the rules' prefilter and the project summary: parsed once.
+    parsed = _python_parse(text, path)
     report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed)
     if summarize:
         from dtype_lint.project.summary import summarize_tree
 
-        report.summary = summarize_tree(parsed[0] if parsed else None, text)
+        report.summary = summarize_tree(parsed[0], text)
     return report
 
 
-def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed: list) -> FileReport:
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed) -> FileReport:
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
     rules = enabled_rules(settings, path)
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
-    tree, problem = _python_parse(text, path)
-    parsed.append(tree)
+    tree, problem = parsed
     python_problem = None
     if tree is None and _newer_than_interpreter(settings.target_version) and problem[0] in NEWER_SYNTAX_ERRORS:
         # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
