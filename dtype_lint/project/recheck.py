@@ -17,6 +17,7 @@ import json
 import posixpath
 
 from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.project import checkpoints
 from dtype_lint.project.seeding import ClassWorld, FileWorlds, ReturnedWorld
 from dtype_lint.project.worlds import Project, Returned, World
 
@@ -31,7 +32,11 @@ WORLD_RULES = frozenset({
 BY_DESIGN_OPS = ("softmax", "log_softmax", "cumsum", "cumprod")
 LOW_ORDER = ("fp16", "bf16")
 # Rules about training a model in low precision: a model a helper returns cast is trained here.
-TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})  # float16 first: it overflows, so it is the riskier world
+TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
+# Rules that judge what a loaded checkpoint holds (project/checkpoints.py): a half module run on
+# float inputs or on the CPU, half tensors assigned into float32 parameters.
+CHECKPOINT_RULES = frozenset({"DTL101", "DTL602", "DTL709"})
+MAX_SAVES = 64  # low-precision checkpoint entries handed to each loading file (keeps the pass linear)  # float16 first: it overflows, so it is the riskier world
 
 
 def class_world(worlds: list[World], base: str = "") -> ClassWorld:
@@ -75,21 +80,26 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     arguments: dict[str, dict] = {}
     for (path, name), by_keyword in project.arguments().items():
         arguments.setdefault(path, {})[name] = by_keyword
-    if not by_file and not returned and not arguments:
+    saves = checkpoints.project_saves(summaries)[:MAX_SAVES]
+    if not by_file and not returned and not arguments and not saves:
         return reports
     tasks = []
     for index, report in enumerate(reports):
         worlds, calls = by_file.get(report.path, {}), returned.get(report.path, {})
         given = arguments.get(report.path, {})
-        if not (worlds or calls or given) or report.internal_errors:
+        base = posixpath.dirname(report.path)
+        loads = None
+        if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
+            loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
+        if not (worlds or calls or given or loads) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
-        base = posixpath.dirname(report.path)
         file_worlds = FileWorlds(
             classes={name: class_world(found, base) for name, found in sorted(worlds.items())},
             returned={call: returned_world(items, call, base) for call, items in sorted(calls.items())},
             arguments={name: {keyword: argument_world(found, base) for keyword, found in by_keyword.items()}
                        for name, by_keyword in sorted(given.items())},
+            checkpoints=loads,
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
@@ -157,6 +167,9 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             name = located[0]
             keyword, world = sorted(file_worlds.arguments[name].items())[0]
             prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
+        elif file_worlds.checkpoints is not None and finding.code in CHECKPOINT_RULES \
+                and "the checkpoint saved at" in finding.message:
+            prefix, certain = "", False  # the message names the save through the value's origin
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
             world = next(iter(file_worlds.returned.values()))
             prefix, certain = world.description, world.certain
@@ -165,7 +178,8 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         confidence = min(finding.confidence, Confidence.HIGH if certain else Confidence.MEDIUM)
         if confidence < settings.min_confidence:
             continue
-        added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
+        message = f"{prefix}: {finding.message}" if prefix else finding.message
+        added.append(dataclasses.replace(finding, message=message, confidence=confidence))
     if cache is not None:
         cache.store_world(display, data, key, added)
     return added, [], text.splitlines() if added else None

@@ -55,9 +55,12 @@ class FileWorlds:
     returned: dict  # called dotted name -> ReturnedWorld
     # class name -> constructor keyword -> ClassWorld: the low dtype callers construct it with
     arguments: dict = dataclasses.field(default_factory=dict)
+    # the project's low-precision checkpoints, for this file's ``torch.load`` calls (checkpoints.py)
+    checkpoints: object = None
 
     def key(self) -> list:
-        return [sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
+        return [self.checkpoints.key() if self.checkpoints is not None else None,
+                sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
                        for n, by_kw in self.arguments.items())]

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ast
 
-FORMAT = 1
+from dtype_lint.project.checkpoints import saves_in
+
+FORMAT = 2
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -72,12 +74,16 @@ class Summarizer:
         self.module_dtype_names: dict[str, set[str]] = {}
         self.returned_casts: dict[str, list[dict]] = {}  # function -> the low casts it returns
         self.arguments: list[dict] = []  # calls given a low dtype or a true fp16 flag by keyword
+        self.saves: list[dict] = []  # low-precision checkpoints ``torch.save`` writes (checkpoints.py)
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
         # one walk of the whole tree: imports, module-level dtype names, the calls made
         everything, self._nodes = _scoped_walk(self.tree)
         self._calls = [node for node in everything if type(node) is ast.Call]
+        self._has_save = any(  # most files save nothing: skip the per-scope search
+            isinstance(n.func, (ast.Attribute, ast.Name)) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
+            in ("save", "save_file") for n in self._calls)
         self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
         self._collect_dtype_names(everything, self.module_dtype_names)
         module_scope = _Scope()
@@ -95,6 +101,7 @@ class Summarizer:
             "casts": self.casts,
             "returned_casts": self.returned_casts,
             "arguments": self.arguments,
+            "saves": self.saves,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -206,6 +213,8 @@ class Summarizer:
                 cast = self._cast_of_name(node.value, scope, conditions, anything=True)
                 if target is not None and cast is not None:
                     cast_names.setdefault(target, cast[1])
+        if self._has_save:
+            self.saves.extend(saves_in(self, nodes, scope, cast_names, conditions))
         if returns is not None and owner is not None and cast_names:
             returned = self._returned_casts(nodes, cast_names)
             if returned:
@@ -448,7 +457,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "calls": []}
+               "arguments": [], "saves": [], "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -11,6 +11,7 @@ from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import assigned_name, call_name, is_true, keyword, positional, receiver, training_facts
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
+from dtype_lint.project.checkpoints import CheckpointOrigin
 from dtype_lint.rules.base import Invalid, Rule
 
 # transformers renamed ``torch_dtype=`` to ``dtype=`` in this release (huggingface/transformers#39782).
@@ -310,6 +311,40 @@ class CkptDtypeLoad(Rule):
         ),
         Invalid("import torch\nfrom torch import nn\nnet = nn.Linear(4, 4)\nnet.half()\nnet.load_state_dict(torch.load('fp32.pt'))\n"),
     )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``layer.weight.data = state[k]`` / ``layer.weight = nn.Parameter(state[k])`` with a tensor of
+        a checkpoint the project saves in low precision (project/checkpoints.py)."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
+            return
+        target = node.targets[0].target
+        value = node.value
+        if isinstance(value, cst.Call) and self.ctx.names.matches(value.func, "torch.nn.Parameter") and value.args:
+            value = value.args[0].value
+        elif target.attr.value != "data":
+            return
+        tensor = self.ctx.flow.value_of(value)
+        origin = tensor.origin if tensor is not None and tensor.kind == "tensor" else None
+        if not isinstance(origin, CheckpointOrigin) or not tensor.low_precision:
+            return
+        parameter = target.value if target.attr.value == "data" else target
+        if not isinstance(parameter, cst.Attribute):
+            return
+        owner = self.ctx.flow.value_of(parameter.value)
+        if owner is not None and owner.known and owner.dtypes <= tensor.dtypes:
+            return  # a module of the checkpoint's dtype: nothing changes
+        if (owner is None or not owner.known) and any(cast.dtypes & tensor.dtypes for cast in self.ctx.flow.module_casts):
+            return  # the file casts modules to that dtype: the owner may be one of them
+        was = f"{owner.describe()}" if owner is not None and owner.known else "float32 (nothing in this file casts it)"
+        self.report(
+            node,
+            f"`{self.ctx.code_for(parameter)}` is replaced by a {tensor.describe()} tensor from {origin.describe()},"
+            f" while `{self.ctx.code_for(parameter.value)}` is {was}: assigning a tensor (unlike `load_state_dict`,"
+            f" which copies into the existing dtype) changes the parameter's dtype, and the module then mixes"
+            f" dtypes (expected scalar type Float but found Half); convert with"
+            f" `.to({self.ctx.code_for(parameter)}.dtype)` or use `load_state_dict`",
+            confidence=Confidence.MEDIUM,
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_name(node) != "load_state_dict":

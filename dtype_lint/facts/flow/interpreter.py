@@ -24,6 +24,7 @@ from dtype_lint.facts.flow.values import (
     Origin, Value, join, make, promote,
 )
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.project import checkpoints
 from dtype_lint.project.seeding import argument_value, returned_value, world_tensor_parameter, world_values
 from dtype_lint.facts.training import child_nodes
 
@@ -703,6 +704,14 @@ class Interpreter:
         world = worlds.returned.get(dotted_name(node.func) or "") if worlds is not None else None
         return returned_value(world, node, self.origin) if world is not None else None
 
+    def _loaded_checkpoint(self, qualified, node: cst.Call):
+        """``torch.load(...)`` when the project saves low-precision checkpoints (project/checkpoints.py)."""
+        worlds = getattr(self.ctx, "worlds", None)
+        world = getattr(worlds, "checkpoints", None)
+        if world is None or not any(name in checkpoints.LOADERS for name in qualified):
+            return None
+        return checkpoints.loaded(world)
+
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
         """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""
         node = info.node
@@ -1038,6 +1047,8 @@ class Interpreter:
             return None
         if base.kind == TUPLE and base.info == "output":
             return base.element
+        if base.kind == MAPPING and isinstance(base.info, checkpoints.LoadedCheckpoint):
+            return checkpoints.indexed(base.info, index_node, node, self.origin)
         if base.kind == MAPPING:
             return base.element
         return None
@@ -1135,6 +1146,9 @@ class Interpreter:
             returned = self._returned_world(node)
             if returned is not None:
                 return returned
+            loaded = self._loaded_checkpoint(qualified, node)
+            if loaded is not None:
+                return loaded
             for name in qualified:
                 value = self._library_call(name, node, frame)
                 if value is not NOTHING:
