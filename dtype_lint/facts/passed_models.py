@@ -41,32 +41,48 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
     return positional[position].value if position < len(positional) else None
 
 
-def _trains(node: cst.CSTNode, index: FunctionIndex, depth: int = 1) -> bool:
-    """``node`` runs a training step, directly or in a function of this file it calls (``depth`` levels)."""
+def _training_call(node: cst.CSTNode, index: FunctionIndex, depth: int = 1) -> cst.Call | None:
+    """The training step ``node`` runs (an optimizer ``step()`` first, else ``backward()``), directly
+    or in a function of this file it calls (``depth`` levels)."""
+    found = None
     for call in calls_in(node):
-        if call_name(call) in _TRAINING_CALLS:
-            return True
+        name = call_name(call)
+        if name == "step":
+            return call
+        if name in _TRAINING_CALLS:
+            found = found or call
         if depth > 0:
             callee = index.resolve(call)
-            if callee is not None and _trains(callee.body, index, depth - 1):
-                return True
-    return False
+            inner = _training_call(callee.body, index, depth - 1) if callee is not None else None
+            if inner is not None and call_name(inner) == "step":
+                return inner
+            found = found or inner
+    return found
 
 
-def _in_training_loop(ctx, node: cst.CSTNode, index: FunctionIndex, calls: list[cst.Call], depth: int = 1) -> bool:
+def _training_loop_step(ctx, node: cst.CSTNode, index: FunctionIndex, calls: list[cst.Call],
+                        depth: int = 1) -> cst.Call | None:
+    """The training step of the loop ``node`` runs in (that loop, or one calling its function)."""
     function = ctx.enclosing(node, cst.FunctionDef)
     current = ctx.parent(node)
     while current is not None and current is not function:
-        if isinstance(current, (cst.For, cst.While)) and _trains(current.body, index):
-            return True
+        if isinstance(current, (cst.For, cst.While)):
+            step = _training_call(current.body, index)
+            if step is not None:
+                return step
         current = ctx.parent(current)
     if function is None or depth == 0:
-        return False
-    return any(
-        index.resolve(call) is function and _in_training_loop(ctx, call, index, calls, depth - 1)
-        for call in calls
-        if call is not node
-    )
+        return None
+    for call in calls:
+        if call is not node and index.resolve(call) is function:
+            step = _training_loop_step(ctx, call, index, calls, depth - 1)
+            if step is not None:
+                return step
+    return None
+
+
+def _in_training_loop(ctx, node: cst.CSTNode, index: FunctionIndex, calls: list[cst.Call], depth: int = 1) -> bool:
+    return _training_loop_step(ctx, node, index, calls, depth) is not None
 
 
 def _called_before_backward(ctx, model: str, calls: list[cst.Call]) -> bool:
@@ -111,15 +127,56 @@ def callers_passing_trained_model(
         offset = 1 if bound and isinstance(call.func, cst.Attribute) else 0
         if position - offset < 0:
             continue
-        argument = _argument(call, name, position - offset)
-        model = dotted_name(argument) if argument is not None else None
-        if model is None or not (model in trained or model.split(".")[0] in trained or _called_before_backward(
-            ctx, model, calls
-        )):
-            continue
-        if _in_training_loop(ctx, call, index, calls):
+        model = _trained_argument(passed, call, name, position - offset, trained)
+        if model is not None and _in_training_loop(ctx, call, index, calls):
             return call, model
     return None
 
 
-__all__ = ["PassedModels", "callers_passing_trained_model"]
+def _trained_argument(passed: PassedModels, call: cst.Call, name: str, position: int, trained: set[str]) -> str | None:
+    """The source of the argument ``call`` gives for parameter ``name`` (``position``) when it is
+    a model this file trains (not a copy, not another expression)."""
+    argument = _argument(call, name, position)
+    model = dotted_name(argument) if argument is not None else None
+    if model is None or not (model in trained or model.split(".")[0] in trained or _called_before_backward(
+        passed.ctx, model, passed.calls
+    )):
+        return None
+    return model
+
+
+def project_helper_calls(passed: PassedModels, helpers: dict, trained: set[str]):
+    """Calls of helpers of other files that cast the model they are given to a fixed low dtype
+    (project/helpers.py), passing a model this file trains from a training loop:
+    [(call, helper, model, the loop's training step)], in source order."""
+    found = []
+    for call in passed.calls:
+        for helper in helpers.get(dotted_name(call.func) or "", ()):
+            if helper.dtype is None or not flag_may_be_true(call, helper):
+                continue
+            model = _trained_argument(passed, call, helper.param, helper.position, trained)
+            step = _training_loop_step(passed.ctx, call, passed.index, passed.calls) if model else None
+            if step is not None:
+                found.append((call, helper, model, step))
+                break
+    return found
+
+
+def flag_may_be_true(call: cst.Call, helper) -> bool:
+    """The helper's condition (a parameter of it) may be true for this call: it is passed, and
+    not as a literal ``False``/``None``/``0`` (a flag left out takes its default, most often off)."""
+    if helper.flag is None:
+        return True
+    argument = _argument(call, helper.flag, helper.flag_position) if helper.flag_position is not None else None
+    if argument is None:
+        return False
+    return not (isinstance(argument, cst.Name) and argument.value in ("False", "None")) and not (
+        isinstance(argument, cst.Integer) and argument.value == "0")
+
+
+def training_loop_step(passed: PassedModels, node: cst.CSTNode) -> cst.Call | None:
+    """The training step of the loop ``node`` runs in, directly or through a caller of its function."""
+    return _training_loop_step(passed.ctx, node, passed.index, passed.calls)
+
+
+__all__ = ["PassedModels", "callers_passing_trained_model", "project_helper_calls", "training_loop_step"]

@@ -23,10 +23,11 @@ PLACING = frozenset({"prepare"})  # ``accelerator.prepare(unet, optimizer)``: un
 
 @dataclasses.dataclass(frozen=True)
 class SharedCast:
-    cast: cst.Call  # ``pipeline.to(device, dtype=...)``
+    cast: cst.Call | None  # ``pipeline.to(device, dtype=...)``; None: in a helper of another file
     site: cst.Call  # where it runs on the training side: the cast, or the helper call
     module: str  # the trained module the pipeline holds
     pipeline: cst.Call  # the call that built the pipeline
+    helper: object = None  # the helper of another file that casts it (project/helpers.py)
 
 
 def _module_argument(node: cst.BaseExpression) -> str | None:
@@ -113,6 +114,27 @@ def shared_module_casts(ctx) -> list[SharedCast]:
             passed = _passed_for(call, cast, dtype, ctx)
             if passed is not None and _low_dtype(ctx, passed):
                 found.append(SharedCast(cast, call, held[0], held[1]))
+        found.extend(_project_helper_casts(ctx, call, pipelines))
+    return found
+
+
+def _project_helper_casts(ctx, call: cst.Call, pipelines: dict) -> list[SharedCast]:
+    """``log_validation(pipeline, ..., weight_dtype)`` where ``log_validation`` is a function of
+    another file that casts the pipeline it is given (project/helpers.py) to a low dtype."""
+    from dtype_lint.facts.passed_models import _argument, flag_may_be_true
+
+    helpers = getattr(getattr(ctx, "worlds", None), "helpers", None) or {}
+    found = []
+    for helper in helpers.get(dotted_name(call.func) or "", ()):
+        argument = _argument(call, helper.param, helper.position)
+        held = pipelines.get(dotted_name(argument) or "") if argument is not None else None
+        if held is None or not flag_may_be_true(call, helper):
+            continue
+        if helper.dtype is None:
+            given = _argument(call, helper.dtype_param, helper.dtype_position) if helper.dtype_position is not None else None
+            if given is None or not _low_dtype(ctx, given):
+                continue
+        found.append(SharedCast(None, call, held[0], held[1], helper))
     return found
 
 

@@ -18,6 +18,7 @@ import posixpath
 
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
+from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.seeding import ClassWorld, FileWorlds, ReturnedWorld
 from dtype_lint.project.worlds import Project, Returned, World
 
@@ -36,6 +37,8 @@ TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
 # Rules that judge what a loaded checkpoint holds (project/checkpoints.py): a half module run on
 # float inputs or on the CPU, half tensors assigned into float32 parameters.
 CHECKPOINT_RULES = frozenset({"DTL101", "DTL602", "DTL709"})
+# Rules about a helper of another file casting the trained model or pipeline it is given (helpers.py).
+HELPER_RULES = frozenset({"DTL403", "DTL405"})
 MAX_SAVES = 64  # low-precision checkpoint entries handed to each loading file (keeps the pass linear)  # float16 first: it overflows, so it is the riskier world
 
 
@@ -81,7 +84,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     for (path, name), by_keyword in project.arguments().items():
         arguments.setdefault(path, {})[name] = by_keyword
     saves = checkpoints.project_saves(summaries)[:MAX_SAVES]
-    if not by_file and not returned and not arguments and not saves:
+    helpers = project_helpers(project)
+    if not by_file and not returned and not arguments and not saves and not helpers:
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -91,7 +95,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
         loads = None
         if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
             loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
-        if not (worlds or calls or given or loads) or report.internal_errors:
+        called = helpers.get(report.path, {})
+        if not (worlds or calls or given or loads or called) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -100,6 +105,7 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
             arguments={name: {keyword: argument_world(found, base) for keyword, found in by_keyword.items()}
                        for name, by_keyword in sorted(given.items())},
             checkpoints=loads,
+            helpers=called,
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
@@ -151,6 +157,7 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     if report.internal_errors:
         return [], report.internal_errors, None
     known = {tuple(item) for item in plain}
+    base = posixpath.dirname(display)
     added = []
     for finding in report.findings:
         if (finding.code, finding.line, finding.column) in known:
@@ -170,6 +177,9 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         elif file_worlds.checkpoints is not None and finding.code in CHECKPOINT_RULES \
                 and "the checkpoint saved at" in finding.message:
             prefix, certain = "", False  # the message names the save through the value's origin
+        elif file_worlds.helpers and finding.code in HELPER_RULES and any(
+                helper.where(base) in finding.message for items in file_worlds.helpers.values() for helper in items):
+            prefix, certain = "", False  # the message names the helper's cast
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
             world = next(iter(file_worlds.returned.values()))
             prefix, certain = world.description, world.certain

@@ -57,9 +57,12 @@ class FileWorlds:
     arguments: dict = dataclasses.field(default_factory=dict)
     # the project's low-precision checkpoints, for this file's ``torch.load`` calls (checkpoints.py)
     checkpoints: object = None
+    # called dotted name -> helpers of other files that cast the module they are given (helpers.py)
+    helpers: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
+                sorted((n, [dataclasses.astuple(h) for h in items]) for n, items in self.helpers.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))

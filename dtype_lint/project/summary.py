@@ -74,6 +74,7 @@ class Summarizer:
         self.module_dtype_names: dict[str, set[str]] = {}
         self.returned_casts: dict[str, list[dict]] = {}  # function -> the low casts it returns
         self.arguments: list[dict] = []  # calls given a low dtype or a true fp16 flag by keyword
+        self.method_calls: list[dict] = []  # ``self.evaluator.evaluate(...)``: calls of an instance's method
         self.saves: list[dict] = []  # low-precision checkpoints ``torch.save`` writes (checkpoints.py)
 
     # -- entry ------------------------------------------------------------------------------------
@@ -102,6 +103,7 @@ class Summarizer:
             "returned_casts": self.returned_casts,
             "arguments": self.arguments,
             "saves": self.saves,
+            "method_calls": sorted(self.method_calls, key=lambda c: (c["name"], c["refs"])),
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -170,6 +172,9 @@ class Summarizer:
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
             self.functions[key] = {"line": node.lineno, "params": list(params), "returns": sorted(returns)}
+            restored = _restored_params(nodes, params)
+            if restored:
+                self.functions[key]["restored"] = restored
 
     # -- bindings and casts ---------------------------------------------------------------------
     def _collect_dtype_names(self, nodes, into: dict[str, set[str]]) -> None:
@@ -205,6 +210,7 @@ class Summarizer:
             if isinstance(node, ast.Call):
                 self._cast(node, scope, owner, conditions)
                 self._low_arguments(node, conditions)
+                self._method_call(node, scope)
                 cast = self._cast_of_name(node, scope, conditions)
                 if cast is not None:
                     cast_names.setdefault(cast[0], cast[1])
@@ -248,6 +254,20 @@ class Summarizer:
                 "ref": name, "keywords": given, "line": call.lineno, "conditional": id(call) in conditions,
                 "text": self._segment(call),
             })
+
+    def _method_call(self, call: ast.Call, scope: _Scope) -> None:
+        """``self.evaluator.evaluate(model)`` / ``evaluator.evaluate(model)``: a method of what the
+        receiver may hold (its refs), for the helpers of other files (helpers.py)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not (call.args or call.keywords) or func.attr in CHAIN_METHODS:
+            return
+        name = _dotted(func)
+        if name is None or name.count(".") > 3:
+            return
+        refs = sorted(r for r in self._refs(func.value, scope) if not r.startswith("param:"))
+        entry = {"name": name, "refs": refs, "method": func.attr}
+        if refs and entry not in self.method_calls:
+            self.method_calls.append(entry)
 
     def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: "_Conditions", anything: bool = False):
         """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
@@ -381,6 +401,27 @@ class Summarizer:
         })
 
 
+FLOAT32_SPELLINGS = frozenset({"float32", "float"})
+
+
+def _restored_params(nodes, params) -> list[str]:
+    """Parameters the function casts back to float32 (``model.float()``, ``model.to(torch.float32)``):
+    a helper that halves its model and restores it leaves the caller's model as it was."""
+    found = set()
+    for node in nodes:
+        if type(node) is not ast.Call or not isinstance(node.func, ast.Attribute):
+            continue
+        receiver = node.func.value
+        if not (isinstance(receiver, ast.Name) and receiver.id in params):
+            continue
+        attr = node.func.attr
+        if attr == "float" or attr in ("to", "type") and any(
+                isinstance(a, ast.Attribute) and a.attr in FLOAT32_SPELLINGS
+                for a in (*node.args, *(k.value for k in node.keywords))):
+            found.add(receiver.id)
+    return sorted(found)
+
+
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:57] + "..."
@@ -457,7 +498,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "saves": [], "calls": []}
+               "arguments": [], "saves": [], "method_calls": [], "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -8,6 +8,7 @@ and the role of loop variables over ``model.parameters()``.
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 import libcst as cst
@@ -15,7 +16,7 @@ import libcst as cst
 from dtype_lint.facts import pipelines
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
-from dtype_lint.facts.training import trains_only_requires_grad
+from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -409,7 +410,11 @@ class DtypeToggleWithOptimizer(Rule):
     def _shared_pipeline_casts(self) -> None:
         """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
         for shared in pipelines.shared_module_casts(self.ctx):
-            if self._loop_with_step(shared.site) is None:
+            loop = self._loop_with_step(shared.site)
+            if loop is None:
+                continue
+            if shared.helper is not None:
+                self._report_helper_cast(shared, loop)
                 continue
             through = "" if shared.site is shared.cast else f" (called from line {_line(self.ctx, shared.site)})"
             self.report(
@@ -420,6 +425,21 @@ class DtypeToggleWithOptimizer(Rule):
                 " unscale FP16 gradients.\" at the next step); move the pipeline with `.to(device)` only",
                 confidence=Confidence.MEDIUM,
             )
+
+    def _report_helper_cast(self, shared, loop) -> None:
+        """The pipeline is cast by a helper of another file: reported at the loop's optimizer step,
+        the one that then runs on low-precision trained weights."""
+        step = next((c for c in calls_in(loop.body) if call_name(c) == "step"), None)
+        base = posixpath.dirname(self.ctx.path)
+        self.report(
+            step if step is not None else shared.site,
+            f"this step trains `{shared.module}`, but line {_line(self.ctx, shared.site)} hands the pipeline built at"
+            f" line {_line(self.ctx, shared.pipeline)}, which holds it, to {shared.helper.describe(base)}: `.to(dtype=...)`"
+            " casts every component, so the trained weights (float32 LoRA/master parameters) become low precision"
+            " mid-training (\"Attempting to unscale FP16 gradients.\" at the next step); move the pipeline with"
+            " `.to(device)` only",
+            confidence=Confidence.MEDIUM,
+        )
 
     def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = self.ctx.parent(node)
@@ -528,6 +548,12 @@ class Fp16AdamEps(Rule):
         return Confidence.MEDIUM
 
 
+def _flag(call: cst.Call, helper) -> cst.BaseExpression:
+    from dtype_lint.facts.passed_models import _argument
+
+    return _argument(call, helper.flag, helper.flag_position)
+
+
 def _number(node: cst.BaseExpression) -> float | None:
     try:
         if isinstance(node, (cst.Float, cst.Integer)):
@@ -613,6 +639,7 @@ class EvalDtypeFlip(Rule):
         flow = self.ctx.flow
         trained = {optimizer.target for optimizer in flow.optimizers if optimizer.target}
         self._check_passed_models(trained)
+        self._check_project_helpers(trained)
         if not trained:
             return
         for cast in flow.module_casts:
@@ -635,6 +662,28 @@ class EvalDtypeFlip(Rule):
                 f"but `{cast.target}` is {was} and trained by an optimizer in this file: the next training step "
                 f"runs with the wrong dtype. Restore the dtype before returning, or use autocast for evaluation",
                 confidence=confidence,
+            )
+
+    def _check_project_helpers(self, trained: set[str]) -> None:
+        """A helper of another file (project/helpers.py) that casts the model it is given in place,
+        called from a training loop here with the model it trains: reported at the loop's training
+        step, which goes on with the cast model."""
+        from dtype_lint.facts.passed_models import PassedModels, project_helper_calls
+
+        helpers = getattr(getattr(self.ctx, "worlds", None), "helpers", None)
+        if not helpers:
+            return
+        base = posixpath.dirname(self.ctx.path)
+        for call, helper, model, step in project_helper_calls(PassedModels(self.ctx), helpers, trained):
+            when = f" when `{helper.flag}` is true (line {_line(self.ctx, call)} passes `{self.ctx.code_for(_flag(call, helper))}`)" \
+                if helper.flag else ""
+            self.report(
+                step,
+                f"training goes on here with `{model}`, but line {_line(self.ctx, call)} hands it to"
+                f" {helper.describe(base)}, which casts it to {_dtypes({helper.dtype})} in place{when} and never casts it"
+                f" back: the next steps run a {_dtypes({helper.dtype})} model with float32 optimizer state and inputs."
+                f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
+                confidence=Confidence.MEDIUM,
             )
 
     def _check_passed_models(self, trained: set[str]) -> None:
