@@ -65,7 +65,9 @@ def _static_check(program, args):
     files = program_files(program)
     settings = load_settings(files[0] if files else program.root, args.config)
     settings = with_overrides(settings, select=args.select, ignore=args.ignore)
-    reports = check_files([(path, path) for path in files], settings, 1)
+    # the program's files as one program, as ``check`` does: a checkpoint saved in one function (or
+    # file) and loaded in another is a project finding (project/)
+    reports = check_files([(path, path) for path in files], settings, 1, project=True)
     findings = [absolute(f) for report in reports for f in report.findings]
     return files, findings
 
