@@ -188,3 +188,92 @@ def test_constructor_dtype_from_a_caller_in_another_file():
         "from a caller: `torch.linalg.inv`"
     )
     assert finding.confidence.name == "MEDIUM"  # other callers may build it in float32
+
+
+# -- checkpoint dtypes across files (project/checkpoints.py) -----------------------------------
+def _summary(text: str) -> dict:
+    import ast
+
+    return summarize_tree(ast.parse(text), text)
+
+
+def test_summary_records_the_low_precision_entries_a_save_writes():
+    saves = _summary(
+        "import torch\nfrom copy import deepcopy\n"
+        "def save(model, opt, sd, path):\n"
+        "    ckpt = {'epoch': 1, 'model': deepcopy(model).half(), 'anchors': opt.anchors.half(), 'opt': opt.state_dict()}\n"
+        "    torch.save(ckpt, path)\n"
+        "    torch.save({k: v.to(torch.bfloat16) for k, v in sd.items() if 'lora_' in k}, path)\n"
+        "    torch.save({k: v for k, v in sd.items()}, path)\n"
+        "    model.half()\n"
+        "    torch.save(model.state_dict(), path)\n"
+    )["saves"]
+    got = sorted((s["kind"], s["key"], tuple(s["filters"]), s["dtype"], s["line"]) for s in saves)
+    assert got == [
+        ("module", "model", (), "fp16", 4),
+        ("state", None, (), "fp16", 8),
+        ("state", None, ("lora_",), "bf16", 6),
+        ("tensor", "anchors", (), "fp16", 4),
+    ]
+
+
+def test_summary_records_no_save_of_float32_values():
+    assert _summary("import torch\ndef save(m, p):\n    torch.save({'model': m.float(), 'sd': m.state_dict()}, p)\n")["saves"] == []
+
+
+def _check_project(tmp_path, files: dict, project: bool = True):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    listed = [(name, str(tmp_path / name)) for name in sorted(files)]
+    reports = engine.check_files(listed, Settings(), jobs=1, project=project)
+    assert not [e for r in reports for e in r.internal_errors]
+    return [f for r in reports for f in r.findings]
+
+
+HALF_SAVE = "import torch\ndef save(model, path):\n    torch.save({'model': model.half(), 'step': 3}, path)\n"
+
+
+def test_loaded_half_module_is_matched_by_key_at_medium_confidence(tmp_path):
+    (finding,) = _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": (
+        "import torch\ndef run(path, x):\n    net = torch.load(path)['model']\n    return net(x.float())\n")})
+    assert finding.code == "DTL101" and finding.path == "run.py" and finding.line == 4
+    assert "the checkpoint saved at save.py:3 under `\"model\"` (`model.half()`, float16)" in finding.message
+    assert finding.confidence.name == "MEDIUM"
+
+
+def test_another_key_or_a_file_by_file_check_is_not_a_match(tmp_path):
+    run = "import torch\ndef run(path, x):\n    net = torch.load(path)['weights']\n    return net(x.float())\n"
+    assert _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": run}) == []
+    same_key = run.replace("'weights'", "'model'")
+    assert _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": same_key}, project=False) == []
+
+
+def test_half_state_tensor_into_a_half_module_is_clean(tmp_path):
+    save = "import torch\ndef save(sd, p):\n    torch.save({k: v.half() for k, v in sd.items()}, p)\n"
+    load = ("import torch\ndef load(layer, p):\n    sd = torch.load(p)\n    layer.half()\n"
+            "    layer.weight.data = sd['layer.weight']\n")
+    assert _check_project(tmp_path, {"save.py": save, "load.py": load}) == []
+    flagged = _check_project(tmp_path, {"save.py": save, "load.py": load.replace("    layer.half()\n", "")})
+    assert [(f.code, f.line) for f in flagged] == [("DTL602", 4)]
+
+
+# -- helpers of other files that cast the model they are given (project/helpers.py) ------------
+EVALUATOR = ("import torch\nclass Evaluator:\n    def evaluate(self, model, half=False):\n        if half:\n"
+             "            model = model.half()\n        return model(torch.zeros(1, dtype=torch.float16))\n")
+TRAINER = ("import torch\nfrom evaluator import Evaluator\n"
+           "def train(model, loader, fp16):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+           "    ev = Evaluator()\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n"
+           "        ev.evaluate(model, half=HALF)\n")
+
+
+def test_evaluator_of_another_file_halving_the_trained_model_is_reported_at_the_step(tmp_path):
+    (finding,) = _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": TRAINER.replace("HALF", "fp16")})
+    assert (finding.code, finding.path, finding.line) == ("DTL405", "trainer.py", 8)
+    assert "`Evaluator.evaluate` (evaluator.py:5, `model.half()`)" in finding.message
+    assert "when `half` is true (line 9 passes `fp16`)" in finding.message
+
+
+def test_evaluator_flag_passed_false_or_a_copy_passed_is_clean(tmp_path):
+    assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": TRAINER.replace("HALF", "False")}) == []
+    copied = TRAINER.replace("HALF", "fp16").replace("ev.evaluate(model,", "ev.evaluate(copy.deepcopy(model),")
+    assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": "import copy\n" + copied}) == []
