@@ -265,7 +265,12 @@ def _loads_checkpoint(facts, expr: cst.BaseExpression | None) -> cst.Call | None
 class CkptDtypeLoad(Rule):
     """## What it does
     Flags `load_state_dict(..., assign=True)` into a module the analysis knows is float16 or
-    bfloat16, and (at low confidence) a checkpoint loaded from disk into a float16 module.
+    bfloat16, and (at low confidence) a checkpoint loaded from disk into a float16 module. In a
+    project check, also a tensor of a checkpoint that the project saves in low precision
+    (`torch.save({k: v.half() for k, v in sd.items()}, path)` in another file) assigned into a
+    parameter of a module that is not of that dtype: `layer.weight.data = state[k]`,
+    `layer.weight = nn.Parameter(state[k])` (medium: the load is matched to the save by its keys,
+    never by path; a save filtered with `if "lora_" in k` matches keys whose text holds `lora_`).
 
     ## Why is this bad?
     `load_state_dict` copies values into the existing parameters, casting them to the module's
@@ -273,7 +278,10 @@ class CkptDtypeLoad(Rule):
     dtype and all. A module cast to bf16 and then loaded with `assign=True` from a float32
     checkpoint is float32 again, while the code around it still feeds it bf16 inputs ("mat1 and
     mat2 must have the same dtype"). Copying a float32 (or bf16-trained) checkpoint into float16
-    turns every value beyond 65504 into inf without a word.
+    turns every value beyond 65504 into inf without a word. Assigning a checkpoint's tensor to
+    `.weight.data` or wrapping it in `nn.Parameter` has the effect of `assign=True`: a float16
+    adapter saved to halve its size, installed into a float32 base, makes the layer mix dtypes
+    ("expected scalar type Float but found Half", huggingface/peft#88).
 
     ## Example
     ```python
@@ -281,11 +289,21 @@ class CkptDtypeLoad(Rule):
     model.load_state_dict(torch.load("ckpt.pt"), assign=True)
     ```
 
+    ```python
+    # save_adapter.py
+    torch.save({k: v.half() for k, v in model.state_dict().items() if "lora_" in k}, path)
+    # inference.py
+    lora.lora_A.weight.data = state[f"{name}.lora_A"]
+    ```
+
     ## Use instead
     ```python
     model = Net()
     model.load_state_dict(torch.load("ckpt.pt"), assign=True)
     model.to(torch.bfloat16)  # cast after loading
+    ```
+    ```python
+    lora.lora_A.weight.data = state[f"{name}.lora_A"].to(module.weight.dtype)
     ```
 
     ## Fix safety

@@ -325,7 +325,10 @@ class DtypeToggleWithOptimizer(Rule):
     low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
     validation helper of the same file): that cast reaches every component, the trained one
     included (huggingface/diffusers#13895, #9565), while `from_pretrained`'s own `torch_dtype`
-    leaves passed modules alone.
+    leaves passed modules alone (diffusers hands a passed component through as it is). In a
+    project check the validation helper may live in another file (`log_validation(pipeline, args,
+    accelerator, weight_dtype)` in validation.py): the finding is then at the loop's optimizer
+    step and names the helper's cast.
 
     ## Why is this bad?
     Module casts replace `param.data` in place, but the optimizer state (Adam's `exp_avg`,
@@ -571,7 +574,13 @@ class EvalDtypeFlip(Rule):
     `torch.no_grad()`/`torch.inference_mode()`) that is not undone before the function returns,
     in a file that trains that model. Also a function of any name that casts a module it receives
     to float16/bfloat16 (in place: `Module.half()` and `.to(dtype)` change the caller's module) when
-    a training loop of the file passes it the model it trains and goes on training (medium).
+    a training loop of the file passes it the model it trains and goes on training (medium). In a
+    project check the helper may be in another file, a function or a method of an instance the
+    caller holds (`self.evaluator.evaluate(self.model, half=self.args.fp16)` with
+    `if half: model = model.half()` in evaluator.py): the finding is then in the caller's file, at
+    the training step that goes on with the cast model, and names the helper's cast. A helper's
+    flag passed as a literal `False` (or left out), a copy passed (`deepcopy(model)`) or a helper
+    that casts the model back stays silent.
 
     ## Why is this bad?
     Evaluation should not change the model the training loop continues with. After
