@@ -237,7 +237,7 @@ def test_loaded_half_module_is_matched_by_key_at_medium_confidence(tmp_path):
     (finding,) = _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": (
         "import torch\ndef run(path, x):\n    net = torch.load(path)['model']\n    return net(x.float())\n")})
     assert finding.code == "DTL101" and finding.path == "run.py" and finding.line == 4
-    assert "the checkpoint saved at save.py:3 under `\"model\"` (`model.half()`, float16)" in finding.message
+    assert "the checkpoint saved at save.py:3 under `\"model\"` as float16 (`model.half()`)" in finding.message
     assert finding.confidence.name == "MEDIUM"
 
 
@@ -277,3 +277,9 @@ def test_evaluator_flag_passed_false_or_a_copy_passed_is_clean(tmp_path):
     assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": TRAINER.replace("HALF", "False")}) == []
     copied = TRAINER.replace("HALF", "fp16").replace("ev.evaluate(model,", "ev.evaluate(copy.deepcopy(model),")
     assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": "import copy\n" + copied}) == []
+
+
+def test_checkpoint_entry_read_with_get_is_matched_too(tmp_path):
+    run = "import torch\ndef run(path, x):\n    net = torch.load(path).get('model')\n    return net(x.float())\n"
+    (finding,) = _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": run})
+    assert (finding.code, finding.line) == ("DTL101", 4)

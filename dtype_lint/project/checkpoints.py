@@ -29,6 +29,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow import values
 from dtype_lint.project.seeding import WorldOrigin
+from dtype_lint.project.summary import _dotted
 
 LOADERS = frozenset({"torch.load", "safetensors.torch.load_file"})
 SAVERS = frozenset({"torch.save", "safetensors.torch.save_file"})
@@ -134,17 +135,6 @@ def _low_value(summarizer, value: ast.AST, scope, cast_names: dict, key: str | N
             "text": summarizer._segment(value)}
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 # -- the project join ---------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Saved:
@@ -164,7 +154,7 @@ class Saved:
 
         where = World(self.dtype, True, None, self.path, self.line, self.text).where(base)
         under = f" under `\"{self.key}\"`" if self.key else ""
-        return f"the checkpoint saved at {where}{under} (`{self.text}`, {LONG_NAMES.get(self.dtype, self.dtype)})"
+        return f"the checkpoint saved at {where}{under} as {LONG_NAMES.get(self.dtype, self.dtype)} (`{self.text}`)"
 
 
 def project_saves(summaries: dict[str, dict]) -> list[Saved]:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import ast
 
-from dtype_lint.project.checkpoints import saves_in
-
 FORMAT = 2
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
@@ -220,6 +218,8 @@ class Summarizer:
                 if target is not None and cast is not None:
                     cast_names.setdefault(target, cast[1])
         if self._has_save:
+            from dtype_lint.project.checkpoints import saves_in  # checkpoints.py reads this module's helpers
+
             self.saves.extend(saves_in(self, nodes, scope, cast_names, conditions))
         if returns is not None and owner is not None and cast_names:
             returned = self._returned_casts(nodes, cast_names)

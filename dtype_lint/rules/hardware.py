@@ -16,6 +16,7 @@ from dtype_lint.facts.flow.values import FP16, Value
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
 from dtype_lint.findings import Confidence
+from dtype_lint.project.checkpoints import CheckpointOrigin
 from dtype_lint.facts.deliberate import is_test_file
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -41,7 +42,10 @@ class Fp16OnCpu(Rule):
     `device="cpu"` default, an argparse `--device` defaulting to `cpu`, `.cpu()`), or it is run by a
     script (an `if __name__ == "__main__":` entry point) that never places anything on a GPU. A float16 cast whose condition or dtype choice looks
     at the device (`half &= device.type != "cpu"`, `torch.float16 if device == "cuda" else
-    torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively).
+    torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively). In a project
+    check, a module loaded from a checkpoint the project saves in float16
+    (`torch.load(p)["model"]` after `torch.save({"model": deepcopy(model).half()}, p)` in another
+    file) counts as cast where it is loaded (medium: the load matches the save by key).
 
     ## Why is this bad?
     CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise
@@ -131,9 +135,13 @@ class Fp16OnCpu(Rule):
             if is_test_file(self.ctx.path):
                 confidence = Confidence.LOW  # a test suite runs on the hardware its CI chose
             reported.add(cast)
+            origin = module.origin_of(FP16)
+            how = "is cast to float16 here"
+            if isinstance(origin, CheckpointOrigin) and origin.node is cast:
+                how = f"is loaded float16 here, from {origin.describe()},"  # a project save decided it
             self.report(
                 cast,
-                f"`{key}` is cast to float16 here and runs {where}: CPUs have no float16 matmul/conv"
+                f"`{key}` {how} and runs {where}: CPUs have no float16 matmul/conv"
                 " kernels (torch 1.12-2.1 raise `\"addmm_impl_cpu_\" not implemented for 'Half'`, newer"
                 " versions run several times slower than float32); use float16 only on CUDA"
                 " (`torch.float16 if device.type == \"cuda\" else torch.float32`)",

@@ -1599,6 +1599,8 @@ class Interpreter:
             return self._module_method(method, receiver, key, node, frame, statement)
         if kind == TENSOR:
             return self._tensor_method(method, receiver, node, frame)
+        if kind == MAPPING and method == "get" and node.args and isinstance(receiver.info, checkpoints.LoadedCheckpoint):
+            return checkpoints.indexed(receiver.info, node.args[0].value, node, self.origin)  # ``ckpt.get("ema")``
         if kind == NUMPY:
             return self._numpy_method(method, receiver, node)
         if kind == BATCH:
