@@ -283,3 +283,11 @@ def test_checkpoint_entry_read_with_get_is_matched_too(tmp_path):
     run = "import torch\ndef run(path, x):\n    net = torch.load(path).get('model')\n    return net(x.float())\n"
     (finding,) = _check_project(tmp_path, {"save.py": HALF_SAVE, "run.py": run})
     assert (finding.code, finding.line) == ("DTL101", 4)
+
+
+def test_evaluator_flag_left_out_follows_its_default(tmp_path):
+    left_out = TRAINER.replace(", half=HALF", "")
+    assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": left_out}) == []
+    on_by_default = EVALUATOR.replace("half=False", "half=True")
+    (finding,) = _check_project(tmp_path, {"evaluator.py": on_by_default, "trainer.py": left_out})
+    assert (finding.code, finding.line) == ("DTL405", 8)

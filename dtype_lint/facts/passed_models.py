@@ -164,12 +164,12 @@ def project_helper_calls(passed: PassedModels, helpers: dict, trained: set[str])
 
 def flag_may_be_true(call: cst.Call, helper) -> bool:
     """The helper's condition (a parameter of it) may be true for this call: it is passed, and
-    not as a literal ``False``/``None``/``0`` (a flag left out takes its default, most often off)."""
+    not as a literal ``False``/``None``/``0``; left out, it takes its default (on only for ``=True``)."""
     if helper.flag is None:
         return True
     argument = _argument(call, helper.flag, helper.flag_position) if helper.flag_position is not None else None
     if argument is None:
-        return False
+        return helper.flag_default
     return not (isinstance(argument, cst.Name) and argument.value in ("False", "None")) and not (
         isinstance(argument, cst.Integer) and argument.value == "0")
 

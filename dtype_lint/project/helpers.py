@@ -31,6 +31,7 @@ class Helper:
     dtype_position: int | None
     flag: str | None
     flag_position: int | None
+    flag_default: bool  # the flag defaults to True: a caller that leaves it out switches it on
     path: str
     line: int
     text: str
@@ -69,7 +70,8 @@ def _helper(path: str, owner: str, info: dict, cast: dict) -> Helper | None:
     return Helper(
         function=owner, param=param, position=position[param], dtype=dtype, dtype_param=dtype_param,
         dtype_position=position.get(dtype_param) if dtype_param else None, flag=flag,
-        flag_position=position.get(flag) if flag else None, path=path, line=cast["line"], text=cast["text"],
+        flag_position=position.get(flag) if flag else None, flag_default=bool(flag) and flag in info.get("true_defaults", ()),
+        path=path, line=cast["line"], text=cast["text"],
     )
 
 

@@ -173,6 +173,9 @@ class Summarizer:
             restored = _restored_params(nodes, params)
             if restored:
                 self.functions[key]["restored"] = restored
+            switched_on = _true_defaults(args)
+            if switched_on:
+                self.functions[key]["true_defaults"] = switched_on
 
     # -- bindings and casts ---------------------------------------------------------------------
     def _collect_dtype_names(self, nodes, into: dict[str, set[str]]) -> None:
@@ -402,6 +405,14 @@ class Summarizer:
 
 
 FLOAT32_SPELLINGS = frozenset({"float32", "float"})
+
+
+def _true_defaults(args: ast.arguments) -> list[str]:
+    """Parameters that default to ``True`` (``half=True``): a caller that leaves them out switches them on."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return sorted(a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is True)
 
 
 def _restored_params(nodes, params) -> list[str]:

@@ -551,10 +551,10 @@ class Fp16AdamEps(Rule):
         return Confidence.MEDIUM
 
 
-def _flag(call: cst.Call, helper) -> cst.BaseExpression:
+def _flag(call: cst.Call, helper) -> cst.BaseExpression | None:
     from dtype_lint.facts.passed_models import _argument
 
-    return _argument(call, helper.flag, helper.flag_position)
+    return _argument(call, helper.flag, helper.flag_position) if helper.flag_position is not None else None
 
 
 def _number(node: cst.BaseExpression) -> float | None:
@@ -684,8 +684,11 @@ class EvalDtypeFlip(Rule):
             return
         base = posixpath.dirname(self.ctx.path)
         for call, helper, model, step in project_helper_calls(PassedModels(self.ctx), helpers, trained):
-            when = f" when `{helper.flag}` is true (line {_line(self.ctx, call)} passes `{self.ctx.code_for(_flag(call, helper))}`)" \
-                if helper.flag else ""
+            when = ""
+            if helper.flag:
+                flag = _flag(call, helper)
+                given = f"passes `{self.ctx.code_for(flag)}`" if flag is not None else "leaves it at its default `True`"
+                when = f" when `{helper.flag}` is true (line {_line(self.ctx, call)} {given})"
             self.report(
                 step,
                 f"training goes on here with `{model}`, but line {_line(self.ctx, call)} hands it to"
