@@ -219,6 +219,9 @@ def test_summary_records_the_low_precision_entries_a_save_writes():
 
 def test_summary_records_no_save_of_float32_values():
     assert _summary("import torch\ndef save(m, p):\n    torch.save({'model': m.float(), 'sd': m.state_dict()}, p)\n")["saves"] == []
+    halved_and_restored = "import torch\ndef save(m, p):\n    m.half()\n    m.float()\n    torch.save(m.state_dict(), p)\n"
+    assert _summary(halved_and_restored)["saves"] == []
+    assert len(_summary(halved_and_restored.replace("    m.float()\n", ""))["saves"]) == 1
 
 
 def _check_project(tmp_path, files: dict, project: bool = True):

@@ -29,7 +29,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow import values
 from dtype_lint.project.seeding import WorldOrigin
-from dtype_lint.project.summary import _dotted
+from dtype_lint.project.summary import _dotted, float32_casts
 
 LOADERS = frozenset({"torch.load", "safetensors.torch.load_file"})
 SAVERS = frozenset({"torch.save", "safetensors.torch.save_file"})
@@ -63,6 +63,10 @@ def saves_in(summarizer, nodes, scope, cast_names: dict, conditions) -> list[dic
         if type(node) is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and isinstance(node.value, (ast.Dict, ast.DictComp)):
             dicts.setdefault(node.targets[0].id, node.value)
+    # a model halved and cast back in the same function (``model.half()`` ... ``model.float()``): the
+    # summary's casts are flow-insensitive, so its state dict is not known low
+    restored = set(float32_casts(nodes))
+    cast_names = {name: cast for name, cast in cast_names.items() if name not in restored}
     found: list[dict] = []
     for node in nodes:
         if type(node) is not ast.Call or not node.args:

@@ -418,12 +418,17 @@ def _true_defaults(args: ast.arguments) -> list[str]:
 def _restored_params(nodes, params) -> list[str]:
     """Parameters the function casts back to float32 (``model.float()``, ``model.to(torch.float32)``):
     a helper that halves its model and restores it leaves the caller's model as it was."""
+    return float32_casts(nodes, params)
+
+
+def float32_casts(nodes, names=None) -> list[str]:
+    """The plain names (among ``names``, if given) that ``nodes`` cast to float32."""
     found = set()
     for node in nodes:
         if type(node) is not ast.Call or not isinstance(node.func, ast.Attribute):
             continue
         receiver = node.func.value
-        if not (isinstance(receiver, ast.Name) and receiver.id in params):
+        if not isinstance(receiver, ast.Name) or names is not None and receiver.id not in names:
             continue
         attr = node.func.attr
         if attr == "float" or attr in ("to", "type") and any(
