@@ -294,3 +294,13 @@ def test_evaluator_flag_left_out_follows_its_default(tmp_path):
     on_by_default = EVALUATOR.replace("half=False", "half=True")
     (finding,) = _check_project(tmp_path, {"evaluator.py": on_by_default, "trainer.py": left_out})
     assert (finding.code, finding.line) == ("DTL405", 8)
+
+
+def test_helper_casting_to_the_dtype_its_caller_passes(tmp_path):
+    helper = "def sample(net, dtype, z):\n    net.to(dtype)\n    return net(z)\n"
+    loop = ("import torch\nfrom sampling import sample\n"
+            "def train(net, loader, z):\n    opt = torch.optim.Adam(net.parameters())\n    for x in loader:\n"
+            "        net(x).mean().backward()\n        opt.step()\n        sample(net, DTYPE, z)\n")
+    (finding,) = _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.bfloat16")})
+    assert (finding.code, finding.line) == ("DTL405", 7) and "casts it to bfloat16 in place" in finding.message
+    assert _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.float32")}) == []

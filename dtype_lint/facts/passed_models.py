@@ -152,14 +152,27 @@ def project_helper_calls(passed: PassedModels, helpers: dict, trained: set[str])
     found = []
     for call in passed.calls:
         for helper in helpers.get(dotted_name(call.func) or "", ()):
-            if helper.dtype is None or not flag_may_be_true(call, helper):
+            dtypes = _helper_dtypes(passed.ctx, call, helper)
+            if not dtypes or not flag_may_be_true(call, helper):
                 continue
             model = _trained_argument(passed, call, helper.param, helper.position, trained)
             step = _training_loop_step(passed.ctx, call, passed.index, passed.calls) if model else None
             if step is not None:
-                found.append((call, helper, model, step))
+                found.append((call, helper, model, step, dtypes))
                 break
     return found
+
+
+def _helper_dtypes(ctx, call: cst.Call, helper) -> frozenset:
+    """The low dtypes the helper casts to for this call: its own, or the one the caller passes
+    for its dtype parameter (``evaluate(model, torch.float16)``)."""
+    if helper.dtype is not None:
+        return frozenset({helper.dtype})
+    given = _argument(call, helper.dtype_param, helper.dtype_position) if helper.dtype_position is not None else None
+    value = ctx.flow.value_of(given) if given is not None else None
+    if value is None or value.kind != "dtype":
+        return frozenset()
+    return frozenset(value.dtypes & {"fp16", "bf16"})
 
 
 def flag_may_be_true(call: cst.Call, helper) -> bool:

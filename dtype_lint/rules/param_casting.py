@@ -683,7 +683,7 @@ class EvalDtypeFlip(Rule):
         if not helpers:
             return
         base = posixpath.dirname(self.ctx.path)
-        for call, helper, model, step in project_helper_calls(PassedModels(self.ctx), helpers, trained):
+        for call, helper, model, step, dtypes in project_helper_calls(PassedModels(self.ctx), helpers, trained):
             when = ""
             if helper.flag:
                 flag = _flag(call, helper)
@@ -692,8 +692,8 @@ class EvalDtypeFlip(Rule):
             self.report(
                 step,
                 f"training goes on here with `{model}`, but line {_line(self.ctx, call)} hands it to"
-                f" {helper.describe(base)}, which casts it to {_dtypes({helper.dtype})} in place{when} and never casts it"
-                f" back: the next steps run a {_dtypes({helper.dtype})} model with float32 optimizer state and inputs."
+                f" {helper.describe(base)}, which casts it to {_dtypes(dtypes)} in place{when} and never casts it"
+                f" back: the next steps run a {_dtypes(dtypes)} model with float32 optimizer state and inputs."
                 f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
                 confidence=Confidence.MEDIUM,
             )
