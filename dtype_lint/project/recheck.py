@@ -42,7 +42,10 @@ def class_world(worlds: list[World], base: str = "") -> ClassWorld:
     first = chosen[0]
     more = len({(w.path, w.line) for w in worlds}) - 1
     description = first.describe(base) + (f" and {more} other cast{'s' if more > 1 else ''}" if more else "")
-    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base))
+    # a callback world only when every world is one (a class also cast whole runs all its methods so)
+    methods = tuple(sorted({m for w in worlds for m in w.methods})) if all(w.methods for w in worlds) else ()
+    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base),
+                      trains=any(w.trains for w in chosen), methods=methods)
 
 
 def argument_world(worlds: list[World], base: str = "") -> ClassWorld:
@@ -55,9 +58,11 @@ def returned_world(items: list[Returned], call: str, base: str = "") -> Returned
     """One returned model per call: float16 if any cast is, described by its first cast."""
     dtype = next(d for d in LOW_ORDER if any(r.world.dtype == d for r in items))
     first = next(r for r in items if r.world.dtype == dtype)
-    certain = all(r.world.dtype == dtype and not r.world.conditional for r in items)
+    certain = all(r.world.dtype == dtype and not r.world.conditional and not r.partial for r in items)
     what = "a model" if first.position < 0 else f"a model (item {first.position})"
-    description = f"`{call}()` returns {what} in {first.world.describe(base)}"
+    if first.partial:
+        what += " in part"
+    description = f"`{call}()` {'builds' if first.built else 'returns'} {what} in {first.world.describe(base)}"
     return ReturnedWorld(dtype=dtype, certain=certain, position=first.position, length=first.length,
                          description=description, cast=first.world.where(base))
 
@@ -148,9 +153,10 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
             continue
         located = _enclosing(ranges, finding.line)
-        if located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.classes:
+        world = file_worlds.classes.get(located[0]) if located is not None else None
+        rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
+        if world is not None and finding.code in rules:
             name, method = located
-            world = file_worlds.classes[name]
             where = f"{name}.{method}" if method else name
             prefix, certain = f"`{where}` runs in {world.description}", world.certain
         elif located is not None and finding.code in WORLD_RULES:
@@ -158,7 +164,9 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             keyword, world = sorted(file_worlds.arguments[name].items())[0]
             prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
-            world = next(iter(file_worlds.returned.values()))
+            # the world whose cast the finding's message cites (its values' origin), else the first
+            worlds = list(file_worlds.returned.values())
+            world = next((w for w in worlds if f"the cast at {w.cast}" in finding.message), worlds[0])
             prefix, certain = world.description, world.certain
         else:
             continue

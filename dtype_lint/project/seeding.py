@@ -33,6 +33,10 @@ class ClassWorld:
     certain: bool  # every world of the class is this low dtype, unconditionally
     description: str  # "float16 when `args.fp16` is true (train.py:11, `layer.half()`)"
     cast: str  # "train.py:11"
+    trains: bool = False  # a framework trains the parameters in this dtype (optimizer rules apply)
+    # a callback world (``generate(logits_processor=[proc])``): only these methods get the dtype's
+    # tensors, and ``self`` keeps its own values
+    methods: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)

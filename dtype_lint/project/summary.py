@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import ast
 
-FORMAT = 1
+from dtype_lint.facts.precision_sources import from_pretrained_params
+from dtype_lint.project.handoffs import HandoffFinder
+
+FORMAT = 2
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -58,6 +61,8 @@ class _Scope:
 
 
 class Summarizer:
+    low_spelling = staticmethod(_low_spelling)
+
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
         self.text = text
@@ -80,6 +85,7 @@ class Summarizer:
         self._calls = [node for node in everything if type(node) is ast.Call]
         self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
         self._collect_dtype_names(everything, self.module_dtype_names)
+        self.handoffs = HandoffFinder(self, everything)
         module_scope = _Scope()
         for statement in self.tree.body:
             if isinstance(statement, ast.ClassDef):
@@ -95,6 +101,7 @@ class Summarizer:
             "casts": self.casts,
             "returned_casts": self.returned_casts,
             "arguments": self.arguments,
+            "settings": self.handoffs.module_configs,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -206,10 +213,27 @@ class Summarizer:
                 cast = self._cast_of_name(node.value, scope, conditions, anything=True)
                 if target is not None and cast is not None:
                     cast_names.setdefault(target, cast[1])
+        for node in nodes:
+            if type(node) is ast.Call:
+                for handoff in self.handoffs.casts(node, scope, cast_names):
+                    condition = conditions.get(id(node))
+                    self.casts.append({
+                        **handoff, "conditional": handoff["conditional"] or condition is not None,
+                        "condition": condition, "line": node.lineno, "text": self._segment(node),
+                        "owner": owner, "class": scope.cls,
+                    })
         if returns is not None and owner is not None and cast_names:
             returned = self._returned_casts(nodes, cast_names)
             if returned:
                 self.returned_casts[owner] = returned
+        if scope.cls is not None and owner == f"{scope.cls}.__init__":
+            # ``self.half()`` / ``if args.half: self.model.half()`` in ``__init__``: every instance
+            # is built cast (only in part for a submodule): its callers in other files get it so
+            self_casts = [{**cast, "position": -1, "length": 0, "partial": name != "self"}
+                          for name, cast in sorted(cast_names.items())
+                          if name == "self" or (name.startswith("self.") and name.count(".") == 1)]
+            if self_casts:
+                self.returned_casts[scope.cls] = self_casts[:1]
 
     def _segment(self, node: ast.AST) -> str:
         """The node's source, shortened (``ast.get_source_segment`` splits the whole file each call)."""
@@ -243,8 +267,11 @@ class Summarizer:
     def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: "_Conditions", anything: bool = False):
         """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
         receiver, the name being the assignment's target)."""
+        while isinstance(call.func, ast.Attribute) and call.func.attr in CHAIN_METHODS \
+                and self._cast_dtype(call, scope) is None and isinstance(call.func.value, ast.Call):
+            call = call.func.value  # ``AutoModel.from_pretrained(..., torch_dtype=torch.float16).eval()``
         cast = self._cast_dtype(call, scope)
-        if cast is None or cast[0].startswith("param:"):
+        if cast is None or cast[0].startswith("param:") or not isinstance(call.func, ast.Attribute):
             return None
         name = _dotted(call.func.value)
         if name is None and not anything:
@@ -336,6 +363,17 @@ class Summarizer:
             return None
         if func.attr in LOW_CAST_METHODS:
             return LOW_CAST_METHODS[func.attr], False
+        if func.attr == "from_pretrained":
+            # the loaded parameters' dtype (the catalog's from_pretrained entries); a model may
+            # keep some modules float32 (``_keep_in_fp32_modules``): a reachable configuration
+            for keyword in call.keywords:
+                low = _low_spelling(keyword.value)
+                spelled = {"fp16": "float16", "bf16": "bfloat16"}.get(low) if keyword.arg in ("torch_dtype", "dtype") \
+                    else (keyword.value.value if isinstance(keyword.value, ast.Constant) else None)
+                loaded = from_pretrained_params(keyword.arg or "", spelled)
+                if loaded is not None:
+                    return loaded[0], True
+            return None
         if func.attr not in ("to", "type"):
             return None
         for arg in (*call.args, *(k.value for k in call.keywords if k.arg in ("dtype", None))):
@@ -355,10 +393,17 @@ class Summarizer:
         cast = self._cast_dtype(call, scope)
         if cast is None:
             return
-        refs = self._refs(call.func.value, scope)
+        dtype, conditional = cast
+        receiver = call.func.value
+        if call.func.attr == "from_pretrained":
+            refs = {_dotted(receiver)} - {None}  # ``MyModel.from_pretrained(...)``: a class of the project
+        elif isinstance(receiver, ast.Name) and receiver.id == "self" and scope.cls is not None:
+            refs = {scope.cls}  # ``self.half()``: the class itself, on every instance when in ``__init__``
+            conditional = conditional or owner != f"{scope.cls}.__init__"
+        else:
+            refs = self._refs(receiver, scope)
         if not refs:
             return
-        dtype, conditional = cast
         condition = conditions.get(id(call))
         self.casts.append({
             "refs": sorted(refs),
@@ -448,7 +493,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "calls": []}
+               "arguments": [], "settings": {}, "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -1,0 +1,204 @@
+"""Framework handoffs in one file's summary: a model given to a framework that casts it.
+
+``deepspeed.initialize(model=m, config=cfg)`` with ``{"fp16": {"enabled": True}}`` in ``cfg``,
+``Trainer(precision="16-true").fit(m)``, ``deepspeed.init_inference(m, dtype=torch.half)``: the
+class of ``m`` then runs (and, for a trainer, trains) in that dtype, like a class cast with
+``.half()``. ``model.generate(logits_processor=[proc])`` of a float16 library model calls
+``proc.__call__`` with float16 scores. Which calls do this, and with which arguments, is data in
+``dtype_lint.facts.precision_sources`` (``HANDOFFS``, ``CALLBACKS``); this module reads CPython's
+``ast`` the summary is built from and records each handoff as a cast with a ``setting`` (the
+framework setting in words), ``trains`` and ``methods`` (a callback's methods).
+
+A DeepSpeed config given by name is resolved here when the file binds it (a dict literal, a JSON
+file path, ``json.load(open(path))``), else by the project pass through the file's imports
+(``from configs import DS_CONFIG``): ``config_ref``; a JSON path: ``config_file``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from dtype_lint.facts.flow.values import LONG_NAMES
+from dtype_lint.facts.precision_sources import (
+    CALLBACKS, CATALOG, DEEPSPEED_KEYS, HANDOFFS, deepspeed_setting, lightning_params,
+)
+
+LIGHTNING_MAKERS = frozenset(name for source in CATALOG if source.framework == "lightning" for name in source.callables)
+MAX_LITERAL_DEPTH = 4
+
+
+def literal_config(node: ast.AST, depth: int = 0):
+    """A dict literal as plain data, keeping the literal parts (``{"lr": args.lr}`` drops ``lr``)."""
+    if depth > MAX_LITERAL_DEPTH:
+        return None
+    if isinstance(node, ast.Dict):
+        found = {}
+        for key, value in zip(node.keys, node.values):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                inner = literal_config(value, depth + 1)
+                if inner is not None:
+                    found[key.value] = inner
+        return found
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float)):
+        return node.value
+    return None
+
+
+def setting_words(key: str) -> str:
+    return f'under the DeepSpeed config `"{key}": {{"enabled": True}}`'
+
+
+def json_path(node: ast.AST) -> str | None:
+    """``"ds_config.json"`` or ``json.load(open("ds_config.json"))``: the JSON file named."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".json"):
+        return node.value
+    if isinstance(node, ast.Call) and node.args and (_dotted(node.func) or "").endswith("load"):
+        inner = node.args[0]
+        if isinstance(inner, ast.Call) and _dotted(inner.func) == "open" and inner.args:
+            return json_path(inner.args[0])
+    return None
+
+
+def config_constant(node: ast.AST) -> dict | None:
+    """What a name bound to ``node`` tells of a DeepSpeed config: its low key, or its JSON file."""
+    if isinstance(node, ast.Dict):
+        key = deepspeed_setting(literal_config(node))
+        return {"dtype": DEEPSPEED_KEYS[key].params, "setting": setting_words(key)} if key else None
+    path = json_path(node)
+    return {"file": path} if path else None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _argument(call: ast.Call, keyword: str, position: int | None) -> ast.AST | None:
+    for item in call.keywords:
+        if item.arg == keyword:
+            return item.value
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if position is not None and len(positional) == len(call.args) and position < len(positional):
+        return positional[position]
+    return None
+
+
+class HandoffFinder:
+    """The handoffs of one file; ``summarizer`` gives names (imports, refs, source text)."""
+
+    def __init__(self, summarizer, everything: list[ast.AST]) -> None:
+        self.summarizer = summarizer
+        # file-wide, flow-insensitive: ``ds_config = {...}`` and ``trainer = Trainer(...)`` are
+        # bound once, usually at module level or just before the call
+        self.configs: dict[str, dict] = {}
+        self.module_configs: dict[str, dict] = {}
+        self.trainers: dict[str, tuple[str, bool, str]] = {}
+        module_level = {id(s) for s in summarizer.tree.body}
+        for node in everything:
+            if type(node) is not ast.Assign or len(node.targets) != 1:
+                continue
+            target = _dotted(node.targets[0])
+            if target is None:
+                continue
+            constant = config_constant(node.value)
+            if constant is not None:
+                constant = {**constant, "line": node.lineno}
+                self.configs.setdefault(target, constant)
+                if id(node) in module_level and "." not in target:
+                    self.module_configs.setdefault(target, constant)
+            if isinstance(node.value, ast.Call):
+                trainer = self._trainer(node.value)
+                if trainer is not None:
+                    self.trainers.setdefault(target, trainer)
+
+    def _qualified(self, node: ast.AST) -> list[str]:
+        name = _dotted(node)
+        if name is None:
+            return []
+        head, _, rest = name.partition(".")
+        return [target + (f".{rest}" if rest else "") for target in self.summarizer.imports.get(head, ())]
+
+    def _trainer(self, call: ast.Call) -> tuple[str, bool, str] | None:
+        """(parameter dtype, conditional, words) of ``Trainer(precision="16-true")``."""
+        if not LIGHTNING_MAKERS.intersection(self._qualified(call.func)):
+            return None
+        value = _argument(call, "precision", None)
+        choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        for choice in choices:
+            if isinstance(choice, ast.Constant):
+                dtype = lightning_params(choice.value)
+                if dtype is not None:
+                    return dtype, len(choices) > 1, f"under Lightning's `precision={choice.value!r}`"
+        return None
+
+    # -- the calls of one scope -------------------------------------------------------------------
+    def casts(self, call: ast.Call, scope, cast_names: dict) -> list[dict]:
+        """The handoffs ``call`` makes, as casts (without position and ownership)."""
+        found: list[dict] = []
+        qualified = self._qualified(call.func)
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        for handoff in HANDOFFS:
+            if handoff.made_by is None:
+                if not set(handoff.callables).intersection(qualified):
+                    continue
+                world = self._configured(call, handoff)
+            else:
+                if method not in handoff.callables:
+                    continue
+                receiver = call.func.value
+                world = self.trainers.get(_dotted(receiver) or "") if not isinstance(receiver, ast.Call) \
+                    else self._trainer(receiver)
+                world = {"dtype": world[0], "conditional": world[1], "setting": world[2]} if world else None
+            model = _argument(call, handoff.model, handoff.position)
+            if world is None or model is None:
+                continue
+            refs = self.summarizer._refs(model, scope)
+            if refs:
+                found.append({**world, "refs": sorted(refs), "trains": handoff.trains})
+        for callback in CALLBACKS:
+            if method != callback.method:
+                continue
+            model = cast_names.get(_dotted(call.func.value) or "")
+            if model is None:
+                continue
+            for keyword in callback.keywords:
+                value = _argument(call, keyword, None)
+                refs = self.summarizer._refs(value, scope) if value is not None else set()
+                if refs:
+                    found.append({
+                        "dtype": model["dtype"], "conditional": True, "refs": sorted(refs), "trains": False,
+                        "setting": f"under `{callback.method}()` of the {LONG_NAMES[model['dtype']]} model of line "
+                                   f"{model['line']} (`{model['text']}`)",
+                        "methods": list(callback.calls),
+                    })
+        return found
+
+    def _configured(self, call: ast.Call, handoff) -> dict | None:
+        """The world a DeepSpeed call's config (or dtype) sets, or where to find its config."""
+        for keyword in handoff.dtype:
+            value = _argument(call, keyword, None)
+            low = self.summarizer.low_spelling(value) if value is not None else None
+            if low is not None:
+                return {"dtype": low, "conditional": True, "setting": f"under `{keyword}={ast.unparse(value)}`"}
+        for keyword in handoff.config:
+            value = _argument(call, keyword, None)
+            if value is None:
+                continue
+            constant = config_constant(value)
+            name = _dotted(value)
+            if constant is None and name is not None:
+                constant = self.configs.get(name)
+                if constant is None:
+                    return {"dtype": None, "conditional": True, "config_ref": name}
+            if constant is None:
+                return None
+            if "file" in constant:
+                return {"dtype": None, "conditional": True, "config_file": constant["file"]}
+            return {"dtype": constant["dtype"], "conditional": True, "setting": constant["setting"]}
+        return None
