@@ -188,3 +188,111 @@ def test_constructor_dtype_from_a_caller_in_another_file():
         "from a caller: `torch.linalg.inv`"
     )
     assert finding.confidence.name == "MEDIUM"  # other callers may build it in float32
+
+
+# -- frameworks that cast the models handed to them (project/handoffs.py) -------------------
+def _folder_worlds(name: str) -> dict:
+    files = dict(_files(PROJECTS / name))
+    summaries = _summaries({path: Path(fs_path).read_text() for path, fs_path in files.items()})
+    return Project(summaries, files).worlds()
+
+
+@pytest.mark.parametrize("folder, cls, dtype, trains, methods", [
+    ("deepspeed_config_constant", ("nets/ranker.py", "PairRanker"), "fp16", True, ()),
+    ("deepspeed_json_fp16", ("spectral.py", "SpectralHead"), "fp16", True, ()),
+    ("deepspeed_bf16_fits", ("ds_setup.py", "MaskedScorer"), "bf16", True, ()),
+    ("lightning_true_half", ("module.py", "Denoiser"), "fp16", True, ()),
+    ("lightning_bf16_true_clean", ("module.py", "Denoiser"), "bf16", True, ()),
+    ("generate_bf16_fits", ("processors.py", "BanTokens"), "bf16", False, ("__call__",)),
+    ("generate_half_chain", ("force.py", "ForceToken"), "fp16", False, ("__call__",)),
+    ("self_halving_flag_eps_ok", ("nets.py", "Upscaler"), "fp16", False, ()),
+])
+def test_framework_settings_seed_worlds(folder, cls, dtype, trains, methods):
+    # the clean folders are silent because the dtype fits, not because no world was found
+    worlds = _folder_worlds(folder)[cls]
+    assert {w.dtype for w in worlds} == {dtype}
+    assert all(w.conditional for w in worlds)  # a framework setting: a reachable configuration
+    assert {w.trains for w in worlds} == {trains} and {w.methods for w in worlds} == {methods}
+
+
+@pytest.mark.parametrize("folder, cls", [
+    ("deepspeed_bf16_fits", ("ds_setup.py", "AutoScorer")),  # "enabled": "auto" is not float16
+    ("lightning_bf16_true_clean", ("module.py", "MixedDenoiser")),  # "16-mixed" keeps float32 weights
+    ("accelerate_prepare_keeps_fp32", ("model.py", "Scorer")),  # prepare() only autocasts
+])
+def test_framework_settings_that_do_not_cast_make_no_world(folder, cls):
+    assert cls not in _folder_worlds(folder)
+
+
+@pytest.mark.parametrize("folder, code, start", [
+    ("deepspeed_config_constant", "DTL501",
+     "`PairRanker.forward` runs in float16 under the DeepSpeed config `\"fp16\": {\"enabled\": True}` of "
+     "settings.py:3 (launch.py:9, `deepspeed.initialize(args=args, model=ranker, model_param...`): "),
+    ("deepspeed_json_fp16", "DTL509",
+     "`SpectralHead.forward` runs in float16 under the DeepSpeed config `\"fp16\": {\"enabled\": True}` of "
+     "`configs/ds_fp16.json` (run.py:8, "),
+    ("lightning_true_half", "DTL404",
+     "`Denoiser.configure_optimizers` runs in float16 under Lightning's `precision='16-true'` (fit.py:8, "),
+    ("generate_half_chain", "DTL501",
+     "`ForceToken.__call__` runs in float16 under `generate()` of the float16 model of line 11 (translate.py:12, "),
+    ("self_halving_flag", "DTL404",
+     "`Upscaler()` builds a model in float16 when `cfg.fp16` is true (nets.py:10, `self.half()`): "),
+])
+def test_framework_world_messages_name_the_setting_at_medium_confidence(folder, code, start):
+    reports = engine.check_files(_files(PROJECTS / folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings if f.code == code]
+    assert finding.message.startswith(start), finding.message
+    assert finding.confidence.name == "MEDIUM"
+
+
+def test_submodule_cast_in_init_builds_a_partly_cast_model_for_callers():
+    summaries = _summaries({
+        "model.py": (
+            "import torch.nn as nn\nclass Body(nn.Module):\n    pass\n"
+            "class Wrapper(nn.Module):\n    def __init__(self, args):\n        super().__init__()\n"
+            "        self.body = Body()\n        if args.half:\n            self.body.half()\n"
+        ),
+        "train.py": "import torch\nfrom model import Wrapper\nnet = Wrapper(args)\n",
+    })
+    project = Project(summaries)
+    (built,) = project.returned()["train.py"]["Wrapper"]
+    assert built.built and built.partial and built.world.condition == "args.half"
+    world = recheck.returned_world([built], "Wrapper")
+    assert not world.certain and world.description.startswith("`Wrapper()` builds a model in part in float16")
+    # the class whose instance holds the cast submodule is not checked as if all of it were float16
+    assert ("model.py", "Wrapper") not in project.worlds() and ("model.py", "Body") in project.worlds()
+
+
+def test_deepspeed_config_named_through_an_import_or_json_file(tmp_path):
+    summaries = _summaries({
+        "cfg.py": "DS = {'bf16': {'enabled': True}}\nPATH = 'ds.json'\n",
+        "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\nclass Other(nn.Module):\n    pass\n",
+        "main.py": (
+            "import deepspeed\nfrom cfg import DS, PATH\nfrom net import Net, Other\n"
+            "deepspeed.initialize(model=Net(), config=DS)\ndeepspeed.initialize(model=Other(), config=PATH)\n"
+        ),
+    })
+    (tmp_path / "ds.json").write_text('{"fp16": {"enabled": true}}')
+    files = {path: str(tmp_path / path) for path in summaries}
+    worlds = Project(summaries, files).worlds()
+    assert [w.dtype for w in worlds[("net.py", "Net")]] == ["bf16"]
+    assert [w.dtype for w in worlds[("net.py", "Other")]] == ["fp16"]
+    (tmp_path / "ds.json").write_text("{not json")  # unreadable: no world, no traceback
+    assert ("net.py", "Other") not in Project(summaries, files).worlds()
+    assert ("net.py", "Other") not in Project(summaries).worlds()  # not on disk at all
+
+
+def test_editing_the_deepspeed_json_changes_the_worlds_with_a_warm_cache(tmp_path):
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "deepspeed_json_fp16", project)
+    settings = Settings()
+
+    def run():
+        cache = Cache(tmp_path / "cache", settings)
+        reports = engine.check_files(_files(project), settings, jobs=1, cache=cache, project=True)
+        return {(r.path, f.code) for r in reports for f in r.findings}
+
+    assert run() == {("spectral.py", "DTL509")}
+    config = project / "configs" / "ds_fp16.json"
+    config.write_text(config.read_text().replace('"fp16": {"enabled": true', '"fp16": {"enabled": false'))
+    assert run() == set()

@@ -8,7 +8,7 @@ unreadable or not JSON is no setting; nothing here raises.
 from __future__ import annotations
 
 import json
-import posixpath
+import os
 
 from dtype_lint.facts.precision_sources import DEEPSPEED_KEYS, deepspeed_setting
 from dtype_lint.project.handoffs import setting_words
@@ -26,11 +26,11 @@ def _load(path: str):
 
 
 def deepspeed_file_setting(source: str, named: str) -> tuple[str | None, str | None]:
-    """(low dtype, words) of the DeepSpeed JSON file ``named`` in ``source`` (its path is taken
-    relative to the source's directory, as scripts run from there usually name it)."""
-    if not named or posixpath.isabs(named):
+    """(low dtype, words) of the DeepSpeed JSON file ``named`` in the file at ``source`` on disk
+    (taken relative to the source's directory, as scripts run from there usually name it)."""
+    if not named or os.path.isabs(named):
         return None, None
-    path = posixpath.normpath(posixpath.join(posixpath.dirname(source), named))
+    path = os.path.normpath(os.path.join(os.path.dirname(source), named))
     key = deepspeed_setting(_load(path))
     if key is None:
         return None, None

@@ -89,6 +89,15 @@ def _argument(call: ast.Call, keyword: str, position: int | None) -> ast.AST | N
     return None
 
 
+class _NoConditions:
+    @staticmethod
+    def get(key: int) -> None:
+        return None
+
+
+_NO_CONDITIONS = _NoConditions()
+
+
 class HandoffFinder:
     """The handoffs of one file; ``summarizer`` gives names (imports, refs, source text)."""
 
@@ -99,6 +108,7 @@ class HandoffFinder:
         self.configs: dict[str, dict] = {}
         self.module_configs: dict[str, dict] = {}
         self.trainers: dict[str, tuple[str, bool, str]] = {}
+        self.models: dict[str, dict] = {}  # module-level names of low-precision models
         module_level = {id(s) for s in summarizer.tree.body}
         for node in everything:
             if type(node) is not ast.Assign or len(node.targets) != 1:
@@ -116,6 +126,10 @@ class HandoffFinder:
                 trainer = self._trainer(node.value)
                 if trainer is not None:
                     self.trainers.setdefault(target, trainer)
+                if id(node) in module_level:  # ``lm = AutoModel.from_pretrained(..., dtype=torch.bfloat16)``
+                    cast = summarizer._cast_of_name(node.value, summarizer.module_scope, _NO_CONDITIONS, anything=True)
+                    if cast is not None:
+                        self.models.setdefault(target, {**cast[1], "conditional": True})
 
     def _qualified(self, node: ast.AST) -> list[str]:
         name = _dotted(node)
@@ -125,7 +139,8 @@ class HandoffFinder:
         return [target + (f".{rest}" if rest else "") for target in self.summarizer.imports.get(head, ())]
 
     def _trainer(self, call: ast.Call) -> tuple[str, bool, str] | None:
-        """(parameter dtype, conditional, words) of ``Trainer(precision="16-true")``."""
+        """(parameter dtype, conditional, words) of ``Trainer(precision="16-true")`` (or of one
+        branch of ``precision="16-true" if half else "32"``)."""
         if not LIGHTNING_MAKERS.intersection(self._qualified(call.func)):
             return None
         value = _argument(call, "precision", None)
@@ -134,7 +149,8 @@ class HandoffFinder:
             if isinstance(choice, ast.Constant):
                 dtype = lightning_params(choice.value)
                 if dtype is not None:
-                    return dtype, len(choices) > 1, f"under Lightning's `precision={choice.value!r}`"
+                    # a literal too: the CLI / a config file may override it (medium, like DeepSpeed's)
+                    return dtype, True, f"under Lightning's `precision={choice.value!r}`"
         return None
 
     # -- the calls of one scope -------------------------------------------------------------------
@@ -164,7 +180,8 @@ class HandoffFinder:
         for callback in CALLBACKS:
             if method != callback.method:
                 continue
-            model = cast_names.get(_dotted(call.func.value) or "")
+            receiver = _dotted(call.func.value) or ""
+            model = cast_names.get(receiver) or self.models.get(receiver)
             if model is None:
                 continue
             for keyword in callback.keywords:
@@ -174,7 +191,7 @@ class HandoffFinder:
                     found.append({
                         "dtype": model["dtype"], "conditional": True, "refs": sorted(refs), "trains": False,
                         "setting": f"under `{callback.method}()` of the {LONG_NAMES[model['dtype']]} model of line "
-                                   f"{model['line']} (`{model['text']}`)",
+                                   f"{model['line']}",
                         "methods": list(callback.calls),
                     })
         return found

@@ -72,7 +72,9 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     from dtype_lint.engine import _run_pool
 
     summaries = {report.path: report.summary for report in reports if report.summary}
-    project = Project(summaries)
+    # where each checked file is on disk: configuration files are named relative to it
+    files = {report.path: work[index][1] for index, report in enumerate(reports)}
+    project = Project(summaries, files)
     by_file: dict[str, dict] = {}
     for (path, name), worlds in project.worlds().items():
         by_file.setdefault(path, {})[name] = worlds

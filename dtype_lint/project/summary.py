@@ -85,8 +85,9 @@ class Summarizer:
         self._calls = [node for node in everything if type(node) is ast.Call]
         self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
         self._collect_dtype_names(everything, self.module_dtype_names)
+        self.module_scope = _Scope()
         self.handoffs = HandoffFinder(self, everything)
-        module_scope = _Scope()
+        module_scope = self.module_scope
         for statement in self.tree.body:
             if isinstance(statement, ast.ClassDef):
                 self._class(statement)

@@ -89,9 +89,10 @@ def module_names(path: str) -> list[str]:
 
 
 class Project:
-    def __init__(self, summaries: dict[str, dict]) -> None:
+    def __init__(self, summaries: dict[str, dict], files: dict[str, str] | None = None) -> None:
         # path -> summary, only the files that have one, in a fixed order
         self.summaries = {path: summaries[path] for path in sorted(summaries) if summaries[path]}
+        self.files = files or {}  # path -> where the file is on disk (default: the path itself)
         self.by_module: dict[str, list[str]] = {}
         for path in self.summaries:
             for name in module_names(path):
@@ -219,11 +220,11 @@ class Project:
                     if "file" in constant:
                         return self._config(where, {"config_file": constant["file"]})
                     shown = f"{relative(where, posixpath.dirname(path))}:{constant['line']}"
-                    return constant["dtype"], f"{constant['setting']} ({shown})"
+                    return constant["dtype"], f"{constant['setting']} of {shown}"
         if "config_file" in cast:
             from dtype_lint.project.config_files import deepspeed_file_setting
 
-            return deepspeed_file_setting(path, cast["config_file"])
+            return deepspeed_file_setting(self.files.get(path, path), cast["config_file"])
         return None, None
 
     def arguments(self) -> dict[tuple[str, str], dict[str, list[World]]]:
