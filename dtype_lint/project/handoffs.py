@@ -22,6 +22,7 @@ from dtype_lint.facts.flow.values import LONG_NAMES
 from dtype_lint.facts.precision_sources import (
     CALLBACKS, CATALOG, DEEPSPEED_KEYS, HANDOFFS, deepspeed_setting, lightning_params,
 )
+from dtype_lint.project.astnames import dotted as _dotted
 
 LIGHTNING_MAKERS = frozenset(name for source in CATALOG if source.framework == "lightning" for name in source.callables)
 MAX_LITERAL_DEPTH = 4
@@ -66,17 +67,6 @@ def config_constant(node: ast.AST) -> dict | None:
         return {"dtype": DEEPSPEED_KEYS[key].params, "setting": setting_words(key)} if key else None
     path = json_path(node)
     return {"file": path} if path else None
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _argument(call: ast.Call, keyword: str, position: int | None) -> ast.AST | None:

@@ -49,6 +49,7 @@ class ReturnedWorld:
     length: int
     description: str  # "`load_model()` returns a model in float16 when ..."
     cast: str
+    partial: bool = False  # only a submodule is cast (``self.model.half()`` in ``__init__``)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from dtype_lint.facts.precision_sources import from_pretrained_params
+from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.handoffs import HandoffFinder
 
 FORMAT = 2
@@ -30,17 +31,6 @@ MAX_REF_DEPTH = 6
 # The expressions a dtype variable is assigned (``torch.float16``, a ternary, a table lookup):
 # only these are searched for a low dtype spelling.
 DTYPE_EXPRESSIONS = (ast.Attribute, ast.Constant, ast.IfExp, ast.Dict, ast.Subscript, ast.BoolOp)
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _low_spelling(node: ast.AST) -> str | None:
@@ -223,15 +213,16 @@ class Summarizer:
                         "condition": condition, "line": node.lineno, "text": self._segment(node),
                         "owner": owner, "class": scope.cls,
                     })
-        if returns is not None and owner is not None and cast_names:
-            returned = self._returned_casts(nodes, cast_names)
+        built = {name: cast for name, cast in cast_names.items() if not cast.get("loaded")}
+        if returns is not None and owner is not None and built:
+            returned = self._returned_casts(nodes, built)
             if returned:
                 self.returned_casts[owner] = returned
         if scope.cls is not None and owner == f"{scope.cls}.__init__":
             # ``self.half()`` / ``if args.half: self.model.half()`` in ``__init__``: every instance
             # is built cast (only in part for a submodule): its callers in other files get it so
             self_casts = [{**cast, "position": -1, "length": 0, "partial": name != "self"}
-                          for name, cast in sorted(cast_names.items())
+                          for name, cast in sorted(built.items())
                           if name == "self" or (name.startswith("self.") and name.count(".") == 1)]
             if self_casts:
                 self.returned_casts[scope.cls] = self_casts[:1]
@@ -281,6 +272,9 @@ class Summarizer:
         return name, {
             "dtype": cast[0], "conditional": cast[1] or condition is not None, "condition": condition,
             "line": call.lineno, "text": self._segment(call),
+            # a library model loaded in low precision: it may cast its own inputs, and keep some
+            # modules float32; only framework callbacks (``generate``) are told of it
+            **({"loaded": True} if call.func.attr == "from_pretrained" else {}),
         }
 
     @staticmethod
