@@ -190,7 +190,10 @@ class LowpModelFp32Input(Rule):
     `model.to(torch.bfloat16)`, `dtype=` on a torch.nn layer) on a tensor the dtype flow knows is
     float32 (a factory without `dtype=`, `.float()`, a float32 helper's result), outside any
     autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
-    confidence only: many of them cast their inputs (ViT casts `pixel_values`).
+    confidence only: many of them cast their inputs (ViT casts `pixel_values`). A submodule
+    called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
+    the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
+    Lightning in float16, in another file) that does not keep that submodule float32 itself.
 
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
