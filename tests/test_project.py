@@ -296,3 +296,31 @@ def test_editing_the_deepspeed_json_changes_the_worlds_with_a_warm_cache(tmp_pat
     config = project / "configs" / "ds_fp16.json"
     config.write_text(config.read_text().replace('"fp16": {"enabled": true', '"fp16": {"enabled": false'))
     assert run() == set()
+
+
+def test_helper_in_another_file_given_a_cast_built_instance():
+    summaries = _summaries({
+        "nets.py": (
+            "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, fp16):\n        super().__init__()\n"
+            "        if fp16:\n            self.half()\nclass Plain(nn.Module):\n    pass\n"
+        ),
+        "helpers.py": "def make_optimizer(args, target):\n    pass\ndef other(module):\n    pass\n",
+        "train.py": (
+            "import helpers\nfrom nets import Net, Plain\nnet = Net(True).cuda()\n"
+            "helpers.make_optimizer(None, target=net)\nhelpers.other(Plain())\n"
+        ),
+    })
+    parameters = Project(summaries).parameters()
+    (given,) = parameters["helpers.py"]["make_optimizer"]["target"]
+    assert given.function == "Net" and given.built and not given.partial and given.world.condition == "fp16"
+    assert "other" not in parameters["helpers.py"]  # Plain's constructor casts nothing
+
+
+def test_cross_file_optimizer_helper_message():
+    reports = engine.check_files(_files(PROJECTS / "optimizer_helper_elsewhere"), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.message.startswith(
+        "`make_optimizer` gets `target` from a caller in another file: `Model()` builds a model in part in "
+        "float16 when `args.precision == 'half'` is true (model/__init__.py:18, `self.restorer.half()`): "
+    )
+    assert finding.confidence.name == "MEDIUM"

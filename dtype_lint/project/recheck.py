@@ -82,13 +82,15 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     arguments: dict[str, dict] = {}
     for (path, name), by_keyword in project.arguments().items():
         arguments.setdefault(path, {})[name] = by_keyword
-    if not by_file and not returned and not arguments:
+    parameters = project.parameters()
+    if not by_file and not returned and not arguments and not parameters:
         return reports
     tasks = []
     for index, report in enumerate(reports):
         worlds, calls = by_file.get(report.path, {}), returned.get(report.path, {})
         given = arguments.get(report.path, {})
-        if not (worlds or calls or given) or report.internal_errors:
+        passed = parameters.get(report.path, {})
+        if not (worlds or calls or given or passed) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         base = posixpath.dirname(report.path)
@@ -97,9 +99,15 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
             returned={call: returned_world(items, call, base) for call, items in sorted(calls.items())},
             arguments={name: {keyword: argument_world(found, base) for keyword, found in by_keyword.items()}
                        for name, by_keyword in sorted(given.items())},
+            parameters={function: {param: returned_world(items, items[0].function, base)
+                                   for param, items in by_param.items()}
+                        for function, by_param in sorted(passed.items())},
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
+        ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {},
+                                  "function": True}
+                       for function, info in report.summary["functions"].items() if function in file_worlds.parameters})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
     results = _run_pool(_recheck, tasks, jobs)
@@ -155,6 +163,16 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
             continue
         located = _enclosing(ranges, finding.line)
+        if located is not None and located[0] in file_worlds.parameters:
+            # a helper of this file given a cast-built instance by a caller in another file
+            param, world = sorted(file_worlds.parameters[located[0]].items())[0]
+            if finding.code not in (TRAINING_RULES if world.partial else WORLD_RULES | TRAINING_RULES):
+                continue
+            prefix = f"`{located[0]}` gets `{param}` from a caller in another file: {world.description}"
+            confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
+            if confidence >= settings.min_confidence:
+                added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
+            continue
         world = file_worlds.classes.get(located[0]) if located is not None else None
         rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
         if world is not None and finding.code in rules:

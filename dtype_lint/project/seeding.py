@@ -60,12 +60,16 @@ class FileWorlds:
     returned: dict  # called dotted name -> ReturnedWorld
     # class name -> constructor keyword -> ClassWorld: the low dtype callers construct it with
     arguments: dict = dataclasses.field(default_factory=dict)
+    # function name -> parameter -> ReturnedWorld: a cast-built instance callers elsewhere pass it
+    parameters: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
-                       for n, by_kw in self.arguments.items())]
+                       for n, by_kw in self.arguments.items()),
+                sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by.items()))
+                       for n, by in self.parameters.items())]
 
 
 def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):

@@ -67,6 +67,7 @@ class Summarizer:
         self.module_dtype_names: dict[str, set[str]] = {}
         self.returned_casts: dict[str, list[dict]] = {}  # function -> the low casts it returns
         self.arguments: list[dict] = []  # calls given a low dtype or a true fp16 flag by keyword
+        self.passes: list[dict] = []  # calls of imported functions given instances (by their refs)
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -93,6 +94,7 @@ class Summarizer:
             "returned_casts": self.returned_casts,
             "arguments": self.arguments,
             "settings": self.handoffs.module_configs,
+            "passes": self.passes,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -160,7 +162,8 @@ class Summarizer:
                          returns=returns, record=record, nodes=nodes)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
-            self.functions[key] = {"line": node.lineno, "params": list(params), "returns": sorted(returns)}
+            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno, "params": list(params),
+                                   "returns": sorted(returns)}
 
     # -- bindings and casts ---------------------------------------------------------------------
     def _collect_dtype_names(self, nodes, into: dict[str, set[str]]) -> None:
@@ -206,6 +209,7 @@ class Summarizer:
                     cast_names.setdefault(target, cast[1])
         for node in nodes:
             if type(node) is ast.Call:
+                self._passes(node, scope)
                 for handoff in self.handoffs.casts(node, scope, cast_names):
                     condition = conditions.get(id(node))
                     self.casts.append({
@@ -236,6 +240,22 @@ class Summarizer:
             text = " ".join([self.lines[first][node.col_offset:], *self.lines[first + 1: last],
                              self.lines[last][: node.end_col_offset]])
         return _short(text)
+
+    def _passes(self, call: ast.Call, scope: _Scope) -> None:
+        """``utility.make_optimizer(args, model)``: an imported function given values that may be
+        instances of project classes (a helper in another file then runs on them)."""
+        name = _dotted(call.func)
+        if name is None or name.split(".")[0] not in self.imports or name.split(".")[-1] in CHAIN_METHODS:
+            return
+        given = []
+        for slot, value in [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords if k.arg)]:
+            if isinstance(value, ast.Starred):
+                break
+            refs = sorted(r for r in self._refs(value, scope) if not r.startswith("param:"))
+            if refs:
+                given.append([slot, refs])
+        if given:
+            self.passes.append({"ref": name, "args": given, "line": call.lineno})
 
     def _low_arguments(self, call: ast.Call, conditions: "_Conditions") -> None:
         """``AlignRestore(dtype=torch.float16)``: a constructor (or function) given a low dtype by
@@ -488,7 +508,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "settings": {}, "calls": []}
+               "arguments": [], "settings": {}, "passes": [], "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

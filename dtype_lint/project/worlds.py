@@ -262,6 +262,31 @@ class Project:
                 for path, calls in sorted(found.items())}
 
 
+    def parameters(self) -> dict[str, dict[str, dict[str, list["Returned"]]]]:
+        """path -> function -> parameter -> the cast-built instances callers in other files pass
+        it (``make_optimizer(args, Model(args))`` where ``Model.__init__`` halves a submodule)."""
+        found: dict[str, dict[str, dict[str, set[Returned]]]] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("passes", ()):
+                for kind, where, function in self.resolve(path, call["ref"]):
+                    if kind != "function" or where == path or "." in function:
+                        continue  # same file: its flow follows the call; methods: ``self`` shifts slots
+                    params = self.summaries[where]["functions"][function]["params"]
+                    for slot, refs in call["args"]:
+                        param = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+                        if param not in params:
+                            continue
+                        for cls_path, cls in sorted(self.classes_of(path, refs)):
+                            for cast in self.summaries[cls_path].get("returned_casts", {}).get(cls, ()):
+                                world = World(cast["dtype"], cast["conditional"], cast["condition"], cls_path,
+                                              cast["line"], cast["text"])
+                                found.setdefault(where, {}).setdefault(function, {}).setdefault(param, set()).add(
+                                    Returned(cls, world, -1, 0, True, cast.get("partial", False)))
+        return {path: {function: {param: sorted(items, key=Returned.sort_key) for param, items in sorted(by.items())}
+                       for function, by in sorted(functions.items())}
+                for path, functions in sorted(found.items())}
+
+
 @dataclasses.dataclass(frozen=True)
 class Returned:
     """A project function returns a model cast to low precision (item ``position`` of a tuple

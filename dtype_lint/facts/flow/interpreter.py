@@ -683,6 +683,10 @@ class Interpreter:
                     if world_tensor_parameter(param):
                         bound[param.name.value] = (tensor, None, {})
             bound[params[0].name.value] = (self_value, None, {})
+        passed = self._parameters_of(info) if cls is None else None
+        for name, world in (passed or {}).items():
+            # a caller in another file gives this helper an instance its class's ``__init__`` casts
+            bound[name] = (returned_value(world, info.node, self.origin), None, {})
         if cls is not None and info.node.name.value == "__init__":
             for name, default in info.defaults.items():
                 if default is not None and default.kind == DTYPE and default.dtypes:
@@ -698,6 +702,13 @@ class Interpreter:
         worlds = getattr(self.ctx, "worlds", None)
         world = worlds.classes.get(cls.name) if worlds is not None and cls.is_module else None
         return world if world is not None and not world.methods else None
+
+    def _parameters_of(self, info: FunctionInfo) -> dict | None:
+        """Parameter -> world, for a module-level function callers in other files pass cast instances."""
+        worlds = getattr(self.ctx, "worlds", None)
+        if worlds is None or info.outer is not None and info.outer is not self.module_frame:
+            return None
+        return worlds.parameters.get(info.node.name.value)
 
     def _callback_world(self, cls: ClassInfo, method: str):
         """The world of a class whose ``method`` a framework calls with low-precision tensors."""
