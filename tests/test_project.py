@@ -324,3 +324,17 @@ def test_cross_file_optimizer_helper_message():
         "float16 when `args.precision == 'half'` is true (model/__init__.py:18, `self.restorer.half()`): "
     )
     assert finding.confidence.name == "MEDIUM"
+
+
+@pytest.mark.parametrize("source", [
+    "import deepspeed\ndeepspeed.initialize(*args, **kwargs)\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config=load())\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config='/etc/ds.json')\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config={'fp16': " + "{'x': " * 40 + "1" + "}" * 41 + ")\n",
+    "import deepspeed\ncfg = {1: 2, **other}\ndeepspeed.initialize(model=Net(), config=cfg)\n",
+    "import lightning as L\nL.Trainer(precision=p).fit()\nL.Trainer().fit(Net())\nt.fit(Net())\n",
+    "lm.generate(logits_processor=[P()])\nf().generate(stopping_criteria=S())\n",
+])
+def test_odd_handoff_spellings_summarize_without_worlds(source):
+    summaries = _summaries({"main.py": source, "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"})
+    assert Project(summaries).worlds() == {}
