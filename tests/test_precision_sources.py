@@ -378,10 +378,12 @@ def test_every_handoff_names_the_model_argument_and_where_the_dtype_comes_from()
 
 @pytest.mark.parametrize("source, expected", [
     ("import deepspeed\ndeepspeed.initialize(model=Net(), config={'fp16': {'enabled': True}})\n",
-     [("fp16", True, ["Net"])]),
+     [("fp16", False, ["Net"])]),
     ("from deepspeed import initialize\ncfg = {'bf16': {'enabled': True}}\ninitialize(None, Net(), config=cfg)\n",
-     [("bf16", True, ["Net"])]),
+     [("bf16", False, ["Net"])]),
     ("import deepspeed, torch\ndeepspeed.init_inference(Net(), dtype=torch.half)\n", [("fp16", False, ["Net"])]),
+    ("import deepspeed\ndef go():\n    ds = dict(train_batch_size=8, fp16=dict(enabled=True))\n"
+     "    deepspeed.initialize(model=Net(), config=ds)\n", [("fp16", False, ["Net"])]),
     ("import lightning as L\nL.Trainer(precision='16-true').fit(Net())\n", [("fp16", True, ["Net"])]),
     ("import lightning as L\nt = L.Trainer(precision='bf16-true')\nt.validate(model=Net())\n", [("bf16", False, ["Net"])]),
     ("import lightning as L\nfabric = L.Fabric(precision='16-true')\nfabric.setup(Net())\n", [("fp16", True, ["Net"])]),

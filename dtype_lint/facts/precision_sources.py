@@ -110,8 +110,9 @@ class Handoff:
     method names of an object a catalog ``Source`` of that framework made (``trainer.fit(model)``
     of ``Trainer(precision="16-true")``). ``model``: the keyword and position of the module.
     ``config``: keywords carrying a DeepSpeed config (a dict, a module constant, a JSON file path).
-    ``dtype``: a keyword carrying a torch dtype. ``trains``: the framework trains the parameters
-    in that dtype (optimizer rules apply inside the class, not only its numerics).
+    ``dtype``: a keyword carrying a torch dtype. ``trains``: the optimizer steps those low-precision
+    parameters themselves, with no float32 master copy (optimizer rules such as DTL404 then apply
+    inside the class, not only its numerics).
     """
 
     framework: str
@@ -126,11 +127,13 @@ class Handoff:
 
 HANDOFFS: tuple[Handoff, ...] = (
     # deepspeed.initialize(args=None, model=None, ..., config=None, config_params=None): the engine
-    # casts the module to the config's fp16/bf16 and trains it there.
-    Handoff("deepspeed", ("deepspeed.initialize",), "model", 1, trains=True, config=("config", "config_params")),
+    # casts the module to the config's fp16/bf16 and runs it there; its fp16/bf16 optimizers and
+    # ZeRO step float32 master weights, so the client optimizer's eps is not the parameters'.
+    Handoff("deepspeed", ("deepspeed.initialize",), "model", 1, trains=False, config=("config", "config_params")),
     # deepspeed.init_inference(model, dtype=torch.half): inference in that dtype.
     Handoff("deepspeed", ("deepspeed.init_inference",), "model", 0, trains=False, dtype=("dtype",)),
-    # Lightning "-true" precisions cast the LightningModule; fit trains it, the others run it.
+    # Lightning "-true" precisions cast the LightningModule and step its half parameters (no master
+    # copy); fit trains it, the others run it.
     Handoff("lightning", ("fit",), "model", 0, trains=True, made_by="lightning"),
     Handoff("lightning", ("validate", "test", "predict"), "model", 0, trains=False, made_by="lightning"),
     Handoff("lightning", ("setup", "setup_module"), "module", 0, trains=True, made_by="lightning"),

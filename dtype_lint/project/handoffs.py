@@ -40,6 +40,14 @@ def literal_config(node: ast.AST, depth: int = 0):
                 if inner is not None:
                     found[key.value] = inner
         return found
+    if isinstance(node, ast.Call) and _dotted(node.func) == "dict" and not node.args:
+        # ``dict(fp16=dict(enabled=True))``
+        found = {}
+        for keyword in node.keywords:
+            inner = literal_config(keyword.value, depth + 1) if keyword.arg else None
+            if inner is not None:
+                found[keyword.arg] = inner
+        return found
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float)):
         return node.value
     return None
@@ -62,7 +70,7 @@ def json_path(node: ast.AST) -> str | None:
 
 def config_constant(node: ast.AST) -> dict | None:
     """What a name bound to ``node`` tells of a DeepSpeed config: its low key, or its JSON file."""
-    if isinstance(node, ast.Dict):
+    if isinstance(node, (ast.Dict, ast.Call)):
         key = deepspeed_setting(literal_config(node))
         return {"dtype": DEEPSPEED_KEYS[key].params, "setting": setting_words(key)} if key else None
     path = json_path(node)
