@@ -338,3 +338,15 @@ def test_cross_file_optimizer_helper_message():
 def test_odd_handoff_spellings_summarize_without_worlds(source):
     summaries = _summaries({"main.py": source, "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"})
     assert Project(summaries).worlds() == {}
+
+
+def test_lightning_module_loaded_from_a_checkpoint_and_validated_in_half():
+    summaries = _summaries({
+        "lit.py": "import lightning as L\nclass Lit(L.LightningModule):\n    pass\n",
+        "evaluate.py": (
+            "import lightning as L\nfrom lit import Lit\nmodel = Lit.load_from_checkpoint('last.ckpt')\n"
+            "L.Trainer(precision='16-true').validate(model)\n"
+        ),
+    })
+    (world,) = Project(summaries).worlds()[("lit.py", "Lit")]
+    assert (world.dtype, world.trains, world.text) == ("fp16", False, "L.Trainer(precision='16-true').validate(model)")

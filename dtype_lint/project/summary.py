@@ -26,6 +26,8 @@ CHAIN_METHODS = frozenset({
     "type", "to_empty", "xpu", "mps",
 })
 LOW_CAST_METHODS = {"half": "fp16", "bfloat16": "bf16"}
+# Classmethods that build an instance of their class (``LitModel.load_from_checkpoint(path)``).
+INSTANCE_CLASSMETHODS = frozenset({"from_pretrained", "load_from_checkpoint", "from_config"})
 LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 MAX_REF_DEPTH = 6
 # The expressions a dtype variable is assigned (``torch.float16``, a ternary, a table lookup):
@@ -340,7 +342,7 @@ class Summarizer:
                 return self._refs(func.value, scope, depth + 1)
             found: set[str] = set()
             name = _dotted(func)
-            if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+            if isinstance(func, ast.Attribute) and func.attr in INSTANCE_CLASSMETHODS:
                 name = _dotted(func.value)
             if name is not None and not name.startswith("self."):
                 found.add(name)
