@@ -202,7 +202,7 @@ def _folder_worlds(name: str) -> dict:
     ("deepspeed_json_fp16", ("spectral.py", "SpectralHead"), "fp16", False, ()),
     ("deepspeed_bf16_fits", ("ds_setup.py", "MaskedScorer"), "bf16", False, ()),
     ("lightning_true_half", ("module.py", "Denoiser"), "fp16", True, ()),
-    ("lightning_bf16_true_clean", ("module.py", "Denoiser"), "bf16", True, ()),
+    ("lightning_bf16_true_clean", ("module.py", "TagClassifier"), "bf16", True, ()),
     ("generate_bf16_fits", ("processors.py", "BanTokens"), "bf16", False, ("__call__",)),
     ("generate_half_chain", ("force.py", "ForceToken"), "fp16", False, ("__call__",)),
     ("self_halving_flag_eps_ok", ("nets.py", "Upscaler"), "fp16", False, ()),
@@ -217,7 +217,7 @@ def test_framework_settings_seed_worlds(folder, cls, dtype, trains, methods):
 
 @pytest.mark.parametrize("folder, cls", [
     ("deepspeed_bf16_fits", ("ds_setup.py", "AutoScorer")),  # "enabled": "auto" is not float16
-    ("lightning_bf16_true_clean", ("module.py", "MixedDenoiser")),  # "16-mixed" keeps float32 weights
+    ("lightning_bf16_true_clean", ("module.py", "MixedTagClassifier")),  # "16-mixed" keeps float32 weights
     ("accelerate_prepare_keeps_fp32", ("model.py", "Scorer")),  # prepare() only autocasts
 ])
 def test_framework_settings_that_do_not_cast_make_no_world(folder, cls):
