@@ -350,3 +350,19 @@ def test_lightning_module_loaded_from_a_checkpoint_and_validated_in_half():
     })
     (world,) = Project(summaries).worlds()[("lit.py", "Lit")]
     assert (world.dtype, world.trains, world.text) == ("fp16", False, "L.Trainer(precision='16-true').validate(model)")
+
+
+@pytest.mark.parametrize("call", [
+    "deepspeed.initialize(args=args, model=Net())",  # DeepSpeed reads args.deepspeed_config
+    "deepspeed.initialize(args, Net(), config=args.deepspeed_config)",
+])
+def test_deepspeed_config_file_from_an_argparse_default(tmp_path, call):
+    source = (
+        "import argparse, deepspeed\nfrom net import Net\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--deepspeed-config', default='ds.json')\nargs = parser.parse_args()\n" + call + "\n"
+    )
+    summaries = _summaries({"main.py": source, "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"})
+    (tmp_path / "ds.json").write_text('{"bf16": {"enabled": true}}')
+    files = {path: str(tmp_path / path) for path in summaries}
+    (world,) = Project(summaries, files).worlds()[("net.py", "Net")]
+    assert world.dtype == "bf16" and world.conditional and "`ds.json`" in world.setting

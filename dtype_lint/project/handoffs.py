@@ -107,8 +107,11 @@ class HandoffFinder:
         self.module_configs: dict[str, dict] = {}
         self.trainers: dict[str, tuple[str, bool, str]] = {}
         self.models: dict[str, dict] = {}  # module-level names of low-precision models
+        self.flag_files: dict[str, str] = {}  # argparse dest -> its default JSON file
         module_level = {id(s) for s in summarizer.tree.body}
         for node in everything:
+            if type(node) is ast.Call:
+                self._flag_file(node)
             if type(node) is not ast.Assign or len(node.targets) != 1:
                 continue
             target = _dotted(node.targets[0])
@@ -128,6 +131,16 @@ class HandoffFinder:
                     cast = summarizer._cast_of_name(node.value, summarizer.module_scope, _NO_CONDITIONS, anything=True)
                     if cast is not None:
                         self.models.setdefault(target, {**cast[1], "conditional": True})
+
+    def _flag_file(self, call: ast.Call) -> None:
+        """``parser.add_argument("--deepspeed_config", default="ds_config.json")``."""
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument" and call.args):
+            return
+        flag = call.args[0]
+        default = _argument(call, "default", None)
+        if isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--") \
+                and default is not None and json_path(default):
+            self.flag_files.setdefault(flag.value[2:].replace("-", "_"), json_path(default))
 
     def _qualified(self, node: ast.AST) -> list[str]:
         name = _dotted(node)
@@ -205,6 +218,8 @@ class HandoffFinder:
             value = _argument(call, keyword, None)
             if value is None:
                 continue
+            if isinstance(value, ast.Attribute) and value.attr in self.flag_files:
+                return {"dtype": None, "conditional": True, "config_file": self.flag_files[value.attr]}
             constant = config_constant(value)
             name = _dotted(value)
             if constant is None and name is not None:
@@ -216,4 +231,7 @@ class HandoffFinder:
             if "file" in constant:
                 return {"dtype": None, "conditional": True, "config_file": constant["file"]}
             return {"dtype": constant["dtype"], "conditional": True, "setting": constant["setting"]}
+        if handoff.config and _argument(call, "args", 0) is not None and "deepspeed_config" in self.flag_files:
+            # no config given: DeepSpeed reads ``args.deepspeed_config``, here the flag's default
+            return {"dtype": None, "conditional": True, "config_file": self.flag_files["deepspeed_config"]}
         return None
