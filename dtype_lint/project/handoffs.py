@@ -26,6 +26,7 @@ from dtype_lint.project.astnames import dotted as _dotted
 
 LIGHTNING_MAKERS = frozenset(name for source in CATALOG if source.framework == "lightning" for name in source.callables)
 MAX_LITERAL_DEPTH = 4
+FRAMEWORK_NAMES = {"deepspeed": "DeepSpeed", "lightning": "Lightning"}
 
 
 def literal_config(node: ast.AST, depth: int = 0):
@@ -161,7 +162,7 @@ class HandoffFinder:
                 dtype = lightning_params(choice.value)
                 if dtype is not None:
                     # a literal too: the CLI / a config file may override it (medium, like DeepSpeed's)
-                    return dtype, True, f"under Lightning's `precision={choice.value!r}`"
+                    return dtype, True, f"under {FRAMEWORK_NAMES['lightning']}'s `precision={choice.value!r}`"
         return None
 
     # -- the calls of one scope -------------------------------------------------------------------
@@ -213,7 +214,9 @@ class HandoffFinder:
             value = _argument(call, keyword, None)
             low = self.summarizer.low_spelling(value) if value is not None else None
             if low is not None:
-                return {"dtype": low, "conditional": True, "setting": f"under `{keyword}={ast.unparse(value)}`"}
+                return {"dtype": low, "conditional": True,
+                        "setting": f"under {FRAMEWORK_NAMES.get(handoff.framework, handoff.framework)}'s "
+                                   f"`{keyword}={ast.unparse(value)}`"}
         for keyword in handoff.config:
             value = _argument(call, keyword, None)
             if value is None:
