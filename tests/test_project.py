@@ -366,3 +366,18 @@ def test_deepspeed_config_file_from_an_argparse_default(tmp_path, call):
     files = {path: str(tmp_path / path) for path in summaries}
     (world,) = Project(summaries, files).worlds()[("net.py", "Net")]
     assert world.dtype == "bf16" and world.conditional and "`ds.json`" in world.setting
+
+
+def test_a_cast_routine_of_the_class_itself_is_no_world():
+    # lerobot's wall_x: ``to_bfloat16_for_selected_params`` casts self, then keeps parts float32
+    summaries = _summaries({
+        "m.py": (
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def to_bf16_keeping_norms(self):\n        self.to(dtype=torch.bfloat16)\n"
+            "class Half(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.half()\n"
+        ),
+    })
+    worlds = Project(summaries).worlds()
+    assert ("m.py", "Net") not in worlds
+    (world,) = worlds[("m.py", "Half")]
+    assert world.dtype == "fp16" and not world.conditional  # in ``__init__``: every instance

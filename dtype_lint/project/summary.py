@@ -415,8 +415,11 @@ class Summarizer:
         if call.func.attr == "from_pretrained":
             refs = {_dotted(receiver)} - {None}  # ``MyModel.from_pretrained(...)``: a class of the project
         elif isinstance(receiver, ast.Name) and receiver.id == "self" and scope.cls is not None:
-            refs = {scope.cls}  # ``self.half()``: the class itself, on every instance when in ``__init__``
-            conditional = conditional or owner != f"{scope.cls}.__init__"
+            if owner != f"{scope.cls}.__init__":
+                # a cast routine of its own (``def to_bf16(self): self.to(torch.bfloat16)``) usually
+                # goes on to keep some parameters float32: not a world of the whole class
+                return
+            refs = {scope.cls}  # ``self.half()`` in ``__init__``: every instance, the class itself
         else:
             refs = self._refs(receiver, scope)
         if not refs:
