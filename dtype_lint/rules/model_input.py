@@ -476,9 +476,12 @@ def _runs_in_world(ctx, node: cst.CSTNode, module_node: cst.CSTNode) -> bool:
     world = worlds.classes.get(cls.name.value)
     if world is None or world.methods:
         return False
+    source = ctx.module.code_for_node(cls)
+    if "_keep_in_fp32_modules" in source:
+        return False  # transformers loads the listed modules in float32 whatever the dtype
     spelled = re.escape(ctx.code_for(module_node))
     kept = re.compile(spelled + r"\s*\.\s*(float\(\s*\)|to\([^)]*float32)")
-    return not kept.search(ctx.module.code_for_node(cls))
+    return not kept.search(source)
 
 
 def _root_name(node: cst.CSTNode | None) -> str | None:
