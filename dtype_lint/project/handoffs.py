@@ -27,6 +27,9 @@ from dtype_lint.project.astnames import dotted as _dotted
 LIGHTNING_MAKERS = frozenset(name for source in CATALOG if source.framework == "lightning" for name in source.callables)
 MAX_LITERAL_DEPTH = 4
 FRAMEWORK_NAMES = {"deepspeed": "DeepSpeed", "lightning": "Lightning"}
+# The last names of the calls that may hand a model over (most calls of a file are not one).
+CALL_NAMES = frozenset({name.rsplit(".", 1)[-1] for h in HANDOFFS for name in h.callables}
+                       | {c.method for c in CALLBACKS})
 
 
 def literal_config(node: ast.AST, depth: int = 0):
@@ -168,6 +171,10 @@ class HandoffFinder:
     # -- the calls of one scope -------------------------------------------------------------------
     def casts(self, call: ast.Call, scope, cast_names: dict) -> list[dict]:
         """The handoffs ``call`` makes, as casts (without position and ownership)."""
+        func = call.func
+        if (func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None) \
+                not in CALL_NAMES:
+            return []
         found: list[dict] = []
         qualified = self._qualified(call.func)
         method = call.func.attr if isinstance(call.func, ast.Attribute) else None

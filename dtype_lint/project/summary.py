@@ -197,8 +197,10 @@ class Summarizer:
             return
         conditions = _Conditions(nodes)
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
+        calls = []
         for node in nodes:
             if isinstance(node, ast.Call):
+                calls.append(node)
                 self._cast(node, scope, owner, conditions)
                 self._low_arguments(node, conditions)
                 cast = self._cast_of_name(node, scope, conditions)
@@ -209,16 +211,15 @@ class Summarizer:
                 cast = self._cast_of_name(node.value, scope, conditions, anything=True)
                 if target is not None and cast is not None:
                     cast_names.setdefault(target, cast[1])
-        for node in nodes:
-            if type(node) is ast.Call:
-                self._passes(node, scope)
-                for handoff in self.handoffs.casts(node, scope, cast_names):
-                    condition = conditions.get(id(node))
-                    self.casts.append({
-                        **handoff, "conditional": handoff["conditional"] or condition is not None,
-                        "condition": condition, "line": node.lineno, "text": self._segment(node),
-                        "owner": owner, "class": scope.cls,
-                    })
+        for node in calls:  # after the casts: ``lm.generate(...)`` asks what ``lm`` holds
+            self._passes(node, scope)
+            for handoff in self.handoffs.casts(node, scope, cast_names):
+                condition = conditions.get(id(node))
+                self.casts.append({
+                    **handoff, "conditional": handoff["conditional"] or condition is not None,
+                    "condition": condition, "line": node.lineno, "text": self._segment(node),
+                    "owner": owner, "class": scope.cls,
+                })
         built = {name: cast for name, cast in cast_names.items() if not cast.get("loaded")}
         if returns is not None and owner is not None and built:
             returned = self._returned_casts(nodes, built)
@@ -253,7 +254,10 @@ class Summarizer:
         for slot, value in [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords if k.arg)]:
             if isinstance(value, ast.Starred):
                 break
-            refs = sorted(r for r in self._refs(value, scope) if not r.startswith("param:"))
+            # instances of classes (``Model(args)``, ``nets.Upscaler(...)``): capitalised names, so
+            # the summary does not carry every ``torch.cat(...)`` argument
+            refs = sorted(r for r in self._refs(value, scope) if r.rsplit(".", 1)[-1][:1].isupper()
+                          and not r.startswith("param:"))
             if refs:
                 given.append([slot, refs])
         if given:
