@@ -400,3 +400,18 @@ def test_handoffs_in_a_file_summary(source, expected):
     summary = summarize_tree(ast.parse(source), source)
     found = [(c["dtype"], c["trains"], c["refs"]) for c in summary["casts"] if "trains" in c]
     assert found == expected
+
+
+def test_lightning_precision_from_an_argparse_flag_is_a_world():
+    import ast
+
+    from dtype_lint.project.summary import summarize_tree
+
+    source = (
+        "import argparse\nimport lightning as L\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--precision', default='32', choices=['32', 'bf16-true', '16-true'])\n"
+        "args = p.parse_args()\nL.Trainer(precision=args.precision).fit(Net())\n"
+    )
+    (cast,) = [c for c in summarize_tree(ast.parse(source), source)["casts"] if "trains" in c]
+    assert (cast["dtype"], cast["conditional"]) == ("fp16", True)
+    assert cast["setting"] == "under Lightning's `precision=args.precision` (\"16-true\" on some runs)"

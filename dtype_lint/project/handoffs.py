@@ -112,6 +112,7 @@ class HandoffFinder:
         self.trainers: dict[str, tuple[str, bool, str]] = {}
         self.models: dict[str, dict] = {}  # module-level names of low-precision models
         self.flag_files: dict[str, str] = {}  # argparse dest -> its default JSON file
+        self.flag_values: dict[str, list] = {}  # argparse dest -> the literals its choices/default offer
         module_level = {id(s) for s in summarizer.tree.body}
         for node in everything:
             if type(node) is ast.Call:
@@ -141,10 +142,16 @@ class HandoffFinder:
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument" and call.args):
             return
         flag = call.args[0]
+        if not (isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--")):
+            return
+        dest = flag.value[2:].replace("-", "_")
         default = _argument(call, "default", None)
-        if isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--") \
-                and default is not None and json_path(default):
-            self.flag_files.setdefault(flag.value[2:].replace("-", "_"), json_path(default))
+        if default is not None and json_path(default):
+            self.flag_files.setdefault(dest, json_path(default))
+        choices = _argument(call, "choices", None)
+        offered = [*(choices.elts if isinstance(choices, (ast.List, ast.Tuple, ast.Set)) else ()), default]
+        values = self.flag_values.setdefault(dest, [])
+        values.extend(v.value for v in offered if isinstance(v, ast.Constant) and v.value not in values)
 
     def _qualified(self, node: ast.AST) -> list[str]:
         name = _dotted(node)
@@ -159,14 +166,25 @@ class HandoffFinder:
         if not LIGHTNING_MAKERS.intersection(self._qualified(call.func)):
             return None
         value = _argument(call, "precision", None)
-        choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        if isinstance(value, ast.IfExp):
+            choices = [value.body, value.orelse]
+        elif isinstance(value, ast.Attribute) and value.attr in self.flag_values:
+            # ``precision=args.precision`` of ``add_argument("--precision", choices=[...])``
+            choices = [ast.Constant(v) for v in self.flag_values[value.attr]]
+        else:
+            choices = [value]
+        found = []
         for choice in choices:
             if isinstance(choice, ast.Constant):
                 dtype = lightning_params(choice.value)
                 if dtype is not None:
                     # a literal too: the CLI / a config file may override it (medium, like DeepSpeed's)
-                    return dtype, True, f"under {FRAMEWORK_NAMES['lightning']}'s `precision={choice.value!r}`"
-        return None
+                    shown = ast.unparse(value) if value is not choice and not isinstance(value, ast.IfExp) else None
+                    words = f"`precision={shown}` (\"{choice.value}\" on some runs)" if shown \
+                        else f"`precision={choice.value!r}`"
+                    found.append((dtype, True, f"under {FRAMEWORK_NAMES['lightning']}'s {words}"))
+        # float16 first: it overflows, so it is the riskier world
+        return min(found, key=lambda item: item[0] != "fp16") if found else None
 
     # -- the calls of one scope -------------------------------------------------------------------
     def casts(self, call: ast.Call, scope, cast_names: dict) -> list[dict]:
