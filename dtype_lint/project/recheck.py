@@ -5,6 +5,10 @@ are joined (``worlds.py``); each file that defines a class some other unit casts
 is checked once more with those worlds seeded into its dtype flow (``seeding.py``). What that
 second check finds beyond the first, from the rules that judge numerics and dtype mismatches,
 and inside a class that has a world, is added to the file's report, its message naming the world.
+A world a framework trains in (Lightning's "16-true": no float32 master weights) also brings the
+training rules into the class; a helper given a cast-built instance by a caller in another file
+(``make_optimizer(args, Model(args))``) gets the training rules, and the numerics ones when the
+whole instance is cast.
 Results are cached per file under a key of its bytes and its worlds: editing a file re-checks
 it, and the files whose worlds its edit changes.
 """
@@ -105,8 +109,7 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
-        ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {},
-                                  "function": True}
+        ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {}}
                        for function, info in report.summary["functions"].items() if function in file_worlds.parameters})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))

@@ -7,7 +7,14 @@ function, class or file of the checked paths. Imports between the files resolve 
 import GPT``, ``from .layers import Block``, ``import pkg.model as m``); a name that resolves
 to no checked file is left alone. A world is *conditional* when the cast sits under an ``if``
 (a flag's branch) or takes a dtype chosen at run time: a reachable configuration, medium
-confidence; an unconditional cast makes a certain world.
+confidence; an unconditional cast makes a certain world. Frameworks cast too (``project/handoffs.py``:
+``deepspeed.initialize(model=m, config=...)`` with fp16/bf16 enabled, Lightning's ``"16-true"``),
+and ``generate(logits_processor=[proc])`` of a low-precision model makes a *callback* world of
+``proc``'s class (only its ``__call__`` gets the dtype); those are conditional (a launcher or CLI
+may override the setting). A DeepSpeed config named by another file's constant or a JSON file
+is resolved here. A class whose ``__init__`` casts itself or a submodule builds cast instances:
+``returned`` gives them to the callers in other files, ``parameters`` to the helpers those
+callers hand them to.
 
 Everything here is linear in the number of files and casts (each summary is indexed once; each
 cast resolves through at most a few function returns; containment is one graph walk).
@@ -33,7 +40,7 @@ class World:
     text: str
     via: str | None = None  # the containing class the cast reached it through
     setting: str | None = None  # a framework's setting that casts (``under the DeepSpeed config ...``)
-    trains: bool = False  # the framework trains the parameters in this dtype
+    trains: bool = False  # the optimizer steps these low-precision parameters (no float32 master copy)
     methods: tuple[str, ...] = ()  # a callback world: only these methods get the dtype's tensors
 
     def where(self, base: str = "") -> str:
@@ -208,7 +215,6 @@ class Project:
                     )
                     stack.append(inner)
         return {cls: sorted(worlds, key=World.sort_key) for cls, worlds in sorted(result.items())}
-
 
     def _config(self, path: str, cast: dict) -> tuple[str | None, str | None]:
         """(low dtype, words) of a DeepSpeed config a handoff names: a module constant of another
