@@ -4,6 +4,9 @@ When the flow runs a method of a module class that the project pass found cast t
 elsewhere (``ctx.worlds``), ``self`` is that low-precision module and the method's tensor
 parameters are low-precision tensors, as they are when the cast model runs: a half model's
 layers produce and pass half tensors. The values' origin names the cast (file, line, text).
+A callback world (``generate(logits_processor=[proc])``) only makes the tensor parameters of the
+methods it names low precision; ``self`` keeps its own values. A helper that callers in other
+files give a cast-built instance (``FileWorlds.parameters``) gets that module for the parameter.
 """
 
 from __future__ import annotations
