@@ -381,3 +381,18 @@ def test_a_cast_routine_of_the_class_itself_is_no_world():
     assert ("m.py", "Net") not in worlds
     (world,) = worlds[("m.py", "Half")]
     assert world.dtype == "fp16" and not world.conditional  # in ``__init__``: every instance
+
+
+def test_a_processor_appended_to_the_list_given_to_generate():
+    summaries = _summaries({
+        "proc.py": "class StopOnTokens:\n    def __call__(self, input_ids, scores):\n        return scores\n",
+        "run.py": (
+            "import torch\nfrom transformers import AutoModelForCausalLM, StoppingCriteriaList\n"
+            "from proc import StopOnTokens\n"
+            "def chat(ids):\n    lm = AutoModelForCausalLM.from_pretrained('m', torch_dtype=torch.float16)\n"
+            "    criteria = StoppingCriteriaList()\n    criteria.append(StopOnTokens())\n"
+            "    return lm.generate(ids, stopping_criteria=criteria)\n"
+        ),
+    })
+    (world,) = Project(summaries).worlds()[("proc.py", "StopOnTokens")]
+    assert world.dtype == "fp16" and world.methods == ("__call__",) and world.conditional

@@ -26,6 +26,8 @@ CHAIN_METHODS = frozenset({
     "type", "to_empty", "xpu", "mps",
 })
 LOW_CAST_METHODS = {"half": "fp16", "bfloat16": "bf16"}
+# Methods that put their (last) argument into the receiver: a list or a ``*List`` holds it then.
+GROWING_METHODS = frozenset({"append", "extend", "insert", "add"})
 # Classmethods that build an instance of their class (``LitModel.load_from_checkpoint(path)``).
 INSTANCE_CLASSMETHODS = frozenset({"from_pretrained", "load_from_checkpoint", "from_config"})
 LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
@@ -189,6 +191,10 @@ class Summarizer:
                         self._assign(target, refs, scope)
                 elif isinstance(node, (ast.AnnAssign,)) and node.value is not None:
                     self._assign(node.target, self._refs(node.value, scope), scope)
+                elif type(node) is ast.Call and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in GROWING_METHODS and node.args:
+                    # ``processors.append(StopOnTokens())``: the list holds it too
+                    self._assign(node.func.value, self._refs(node.args[-1], scope), scope)
         if returns is not None:
             for node in nodes:
                 if isinstance(node, ast.Return) and node.value is not None:
