@@ -321,3 +321,97 @@ def test_a_hard_coded_bf16_cast_under_command_line_training_arguments_is_dtl301_
         == [(9, Confidence.MEDIUM)]
     assert dtl301(CLI_ARGS.format(classes="ModelArguments, transformers.TrainingArguments", dtype="torch.float32")) == []
     assert dtl301(CLI_ARGS.format(classes="ModelArguments, DataArguments", dtype="torch.bfloat16")) == []
+
+
+# -- the handoff catalog: frameworks that cast the model handed to them (project worlds) ------
+from dtype_lint.facts.precision_sources import (  # noqa: E402
+    CALLBACKS, HANDOFFS, deepspeed_setting, from_pretrained_params, lightning_params,
+)
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({"fp16": {"enabled": True}}, "fp16"),
+    ({"bf16": {"enabled": True}}, "bf16"),
+    ({"bfloat16": {"enabled": True}}, "bfloat16"),  # DeepSpeed's alias of "bf16"
+    ({"fp16": {"enabled": False}, "bf16": {"enabled": True}}, "bf16"),
+    ({"fp16": {"enabled": "auto"}}, None),  # filled in by the Hugging Face Trainer's own flags
+    ({"fp16": True}, None),
+    ({"train_batch_size": 8}, None),
+    ([1, 2], None),
+    (None, None),
+])
+def test_deepspeed_setting_of_plain_config_data(config, expected):
+    assert deepspeed_setting(config) == expected
+
+
+def test_deepspeed_bfloat16_alias_is_a_source_in_source_too():
+    assert sources("cfg = {'bfloat16': {'enabled': True}}\n") == [("deepspeed", Effect(params="bf16"))]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("16-true", "fp16"), ("bf16-true", "bf16"), ("16-mixed", None), ("bf16-mixed", None), (16, None), ("32", None),
+    (None, None),
+])
+def test_lightning_precisions_that_cast_the_parameters(value, expected):
+    assert lightning_params(value) == expected
+
+
+@pytest.mark.parametrize("argument, value, expected", [
+    ("torch_dtype", "float16", ("fp16", False)), ("dtype", "bfloat16", ("bf16", False)),
+    ("variant", "fp16", ("fp16", True)), ("revision", "main", None), ("torch_dtype", "float32", None),
+    ("device_map", "auto", None),
+])
+def test_from_pretrained_parameter_dtypes(argument, value, expected):
+    assert from_pretrained_params(argument, value) == expected
+
+
+def test_every_handoff_names_the_model_argument_and_where_the_dtype_comes_from():
+    for handoff in HANDOFFS:
+        assert handoff.callables and handoff.model and handoff.position >= 0
+        # a handoff's dtype comes from a config, a dtype keyword, or the object a Source made
+        assert handoff.config or handoff.dtype or handoff.made_by
+        if handoff.made_by:
+            assert any(source.framework == handoff.made_by for source in CATALOG)
+    for callback in CALLBACKS:
+        assert callback.method and callback.keywords and callback.calls
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import deepspeed\ndeepspeed.initialize(model=Net(), config={'fp16': {'enabled': True}})\n",
+     [("fp16", False, ["Net"])]),
+    ("from deepspeed import initialize\ncfg = {'bf16': {'enabled': True}}\ninitialize(None, Net(), config=cfg)\n",
+     [("bf16", False, ["Net"])]),
+    ("import deepspeed, torch\ndeepspeed.init_inference(Net(), dtype=torch.half)\n", [("fp16", False, ["Net"])]),
+    ("import deepspeed\ndef go():\n    ds = dict(train_batch_size=8, fp16=dict(enabled=True))\n"
+     "    deepspeed.initialize(model=Net(), config=ds)\n", [("fp16", False, ["Net"])]),
+    ("import lightning as L\nL.Trainer(precision='16-true').fit(Net())\n", [("fp16", True, ["Net"])]),
+    ("import lightning as L\nt = L.Trainer(precision='bf16-true')\nt.validate(model=Net())\n", [("bf16", False, ["Net"])]),
+    ("import lightning as L\nfabric = L.Fabric(precision='16-true')\nfabric.setup(Net())\n", [("fp16", True, ["Net"])]),
+    # no cast: a float32 DeepSpeed config, a mixed Lightning precision, a user's own initialize()
+    ("import deepspeed\ndeepspeed.initialize(model=Net(), config={'fp16': {'enabled': False}})\n", []),
+    ("import lightning as L\nL.Trainer(precision='16-mixed').fit(Net())\n", []),
+    ("def initialize(model, config):\n    pass\ninitialize(model=Net(), config={'fp16': {'enabled': True}})\n", []),
+])
+def test_handoffs_in_a_file_summary(source, expected):
+    import ast
+
+    from dtype_lint.project.summary import summarize_tree
+
+    summary = summarize_tree(ast.parse(source), source)
+    found = [(c["dtype"], c["trains"], c["refs"]) for c in summary["casts"] if "trains" in c]
+    assert found == expected
+
+
+def test_lightning_precision_from_an_argparse_flag_is_a_world():
+    import ast
+
+    from dtype_lint.project.summary import summarize_tree
+
+    source = (
+        "import argparse\nimport lightning as L\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--precision', default='32', choices=['32', 'bf16-true', '16-true'])\n"
+        "args = p.parse_args()\nL.Trainer(precision=args.precision).fit(Net())\n"
+    )
+    (cast,) = [c for c in summarize_tree(ast.parse(source), source)["casts"] if "trains" in c]
+    assert (cast["dtype"], cast["conditional"]) == ("fp16", True)
+    assert cast["setting"] == "under Lightning's `precision=args.precision` (\"16-true\" on some runs)"

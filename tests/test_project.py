@@ -304,3 +304,211 @@ def test_helper_casting_to_the_dtype_its_caller_passes(tmp_path):
     (finding,) = _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.bfloat16")})
     assert (finding.code, finding.line) == ("DTL405", 7) and "casts it to bfloat16 in place" in finding.message
     assert _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.float32")}) == []
+
+
+# -- frameworks that cast the models handed to them (project/handoffs.py) -------------------
+def _folder_worlds(name: str) -> dict:
+    files = dict(_files(PROJECTS / name))
+    summaries = _summaries({path: Path(fs_path).read_text() for path, fs_path in files.items()})
+    return Project(summaries, files).worlds()
+
+
+@pytest.mark.parametrize("folder, cls, dtype, trains, methods", [
+    ("deepspeed_config_constant", ("nets/ranker.py", "PairRanker"), "fp16", False, ()),
+    ("deepspeed_json_fp16", ("spectral.py", "SpectralHead"), "fp16", False, ()),
+    ("deepspeed_bf16_fits", ("ds_setup.py", "MaskedScorer"), "bf16", False, ()),
+    ("lightning_true_half", ("module.py", "Denoiser"), "fp16", True, ()),
+    ("lightning_bf16_true_clean", ("module.py", "TagClassifier"), "bf16", True, ()),
+    ("generate_bf16_fits", ("processors.py", "BanTokens"), "bf16", False, ("__call__",)),
+    ("generate_half_chain", ("force.py", "ForceToken"), "fp16", False, ("__call__",)),
+    ("self_halving_flag_eps_ok", ("nets.py", "Upscaler"), "fp16", False, ()),
+])
+def test_framework_settings_seed_worlds(folder, cls, dtype, trains, methods):
+    # the clean folders are silent because the dtype fits, not because no world was found
+    worlds = _folder_worlds(folder)[cls]
+    assert {w.dtype for w in worlds} == {dtype}
+    assert all(w.conditional for w in worlds)  # a framework setting: a reachable configuration
+    assert {w.trains for w in worlds} == {trains} and {w.methods for w in worlds} == {methods}
+
+
+@pytest.mark.parametrize("folder, cls", [
+    ("deepspeed_bf16_fits", ("ds_setup.py", "AutoScorer")),  # "enabled": "auto" is not float16
+    ("lightning_bf16_true_clean", ("module.py", "MixedTagClassifier")),  # "16-mixed" keeps float32 weights
+    ("accelerate_prepare_keeps_fp32", ("model.py", "Scorer")),  # prepare() only autocasts
+])
+def test_framework_settings_that_do_not_cast_make_no_world(folder, cls):
+    assert cls not in _folder_worlds(folder)
+
+
+@pytest.mark.parametrize("folder, code, start", [
+    ("deepspeed_config_constant", "DTL501",
+     "`PairRanker.forward` runs in float16 under the DeepSpeed config `\"fp16\": {\"enabled\": True}` of "
+     "settings.py:3 (launch.py:9, `deepspeed.initialize(args=args, model=ranker, optimizer=r...`): "),
+    ("deepspeed_json_fp16", "DTL509",
+     "`SpectralHead.forward` runs in float16 under the DeepSpeed config `\"fp16\": {\"enabled\": True}` of "
+     "`configs/ds_fp16.json` (run.py:8, "),
+    ("lightning_true_half", "DTL404",
+     "`Denoiser.configure_optimizers` runs in float16 under Lightning's `precision='16-true'` (fit.py:8, "),
+    ("generate_half_chain", "DTL501",
+     "`ForceToken.__call__` runs in float16 under `generate()` of the float16 model of line 11 (translate.py:12, "),
+    ("self_halving_flag", "DTL404",
+     "`Upscaler()` builds a model in float16 when `cfg.fp16` is true (nets.py:10, `self.half()`): "),
+])
+def test_framework_world_messages_name_the_setting_at_medium_confidence(folder, code, start):
+    reports = engine.check_files(_files(PROJECTS / folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings if f.code == code]
+    assert finding.message.startswith(start), finding.message
+    assert finding.confidence.name == "MEDIUM"
+
+
+def test_submodule_cast_in_init_builds_a_partly_cast_model_for_callers():
+    summaries = _summaries({
+        "model.py": (
+            "import torch.nn as nn\nclass Body(nn.Module):\n    pass\n"
+            "class Wrapper(nn.Module):\n    def __init__(self, args):\n        super().__init__()\n"
+            "        self.body = Body()\n        if args.half:\n            self.body.half()\n"
+        ),
+        "train.py": "import torch\nfrom model import Wrapper\nnet = Wrapper(args)\n",
+    })
+    project = Project(summaries)
+    (built,) = project.returned()["train.py"]["Wrapper"]
+    assert built.built and built.partial and built.world.condition == "args.half"
+    world = recheck.returned_world([built], "Wrapper")
+    assert not world.certain and world.description.startswith("`Wrapper()` builds a model in part in float16")
+    # the class whose instance holds the cast submodule is not checked as if all of it were float16
+    assert ("model.py", "Wrapper") not in project.worlds() and ("model.py", "Body") in project.worlds()
+
+
+def test_deepspeed_config_named_through_an_import_or_json_file(tmp_path):
+    summaries = _summaries({
+        "cfg.py": "DS = {'bf16': {'enabled': True}}\nPATH = 'ds.json'\n",
+        "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\nclass Other(nn.Module):\n    pass\n",
+        "main.py": (
+            "import deepspeed\nfrom cfg import DS, PATH\nfrom net import Net, Other\n"
+            "deepspeed.initialize(model=Net(), config=DS)\ndeepspeed.initialize(model=Other(), config=PATH)\n"
+        ),
+    })
+    (tmp_path / "ds.json").write_text('{"fp16": {"enabled": true}}')
+    files = {path: str(tmp_path / path) for path in summaries}
+    worlds = Project(summaries, files).worlds()
+    assert [w.dtype for w in worlds[("net.py", "Net")]] == ["bf16"]
+    assert [w.dtype for w in worlds[("net.py", "Other")]] == ["fp16"]
+    (tmp_path / "ds.json").write_text("{not json")  # unreadable: no world, no traceback
+    assert ("net.py", "Other") not in Project(summaries, files).worlds()
+    assert ("net.py", "Other") not in Project(summaries).worlds()  # not on disk at all
+
+
+def test_editing_the_deepspeed_json_changes_the_worlds_with_a_warm_cache(tmp_path):
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "deepspeed_json_fp16", project)
+    settings = Settings()
+
+    def run():
+        cache = Cache(tmp_path / "cache", settings)
+        reports = engine.check_files(_files(project), settings, jobs=1, cache=cache, project=True)
+        return {(r.path, f.code) for r in reports for f in r.findings}
+
+    assert run() == {("spectral.py", "DTL509")}
+    config = project / "configs" / "ds_fp16.json"
+    config.write_text(config.read_text().replace('"fp16": {"enabled": true', '"fp16": {"enabled": false'))
+    assert run() == set()
+
+
+def test_helper_in_another_file_given_a_cast_built_instance():
+    summaries = _summaries({
+        "nets.py": (
+            "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, fp16):\n        super().__init__()\n"
+            "        if fp16:\n            self.half()\nclass Plain(nn.Module):\n    pass\n"
+        ),
+        "helpers.py": "def make_optimizer(args, target):\n    pass\ndef other(module):\n    pass\n",
+        "train.py": (
+            "import helpers\nfrom nets import Net, Plain\nnet = Net(True).cuda()\n"
+            "helpers.make_optimizer(None, target=net)\nhelpers.other(Plain())\n"
+        ),
+    })
+    parameters = Project(summaries).parameters()
+    (given,) = parameters["helpers.py"]["make_optimizer"]["target"]
+    assert given.function == "Net" and given.built and not given.partial and given.world.condition == "fp16"
+    assert "other" not in parameters["helpers.py"]  # Plain's constructor casts nothing
+
+
+def test_cross_file_optimizer_helper_message():
+    reports = engine.check_files(_files(PROJECTS / "optimizer_helper_elsewhere"), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.message.startswith(
+        "`make_optimizer` gets `target` from a caller in another file: `Model()` builds a model in part in "
+        "float16 when `args.precision == 'half'` is true (model/__init__.py:18, `self.restorer.half()`): "
+    )
+    assert finding.confidence.name == "MEDIUM"
+
+
+@pytest.mark.parametrize("source", [
+    "import deepspeed\ndeepspeed.initialize(*args, **kwargs)\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config=load())\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config='/etc/ds.json')\n",
+    "import deepspeed\ndeepspeed.initialize(model=Net(), config={'fp16': " + "{'x': " * 40 + "1" + "}" * 41 + ")\n",
+    "import deepspeed\ncfg = {1: 2, **other}\ndeepspeed.initialize(model=Net(), config=cfg)\n",
+    "import lightning as L\nL.Trainer(precision=p).fit()\nL.Trainer().fit(Net())\nt.fit(Net())\n",
+    "lm.generate(logits_processor=[P()])\nf().generate(stopping_criteria=S())\n",
+])
+def test_odd_handoff_spellings_summarize_without_worlds(source):
+    summaries = _summaries({"main.py": source, "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"})
+    assert Project(summaries).worlds() == {}
+
+
+def test_lightning_module_loaded_from_a_checkpoint_and_validated_in_half():
+    summaries = _summaries({
+        "lit.py": "import lightning as L\nclass Lit(L.LightningModule):\n    pass\n",
+        "evaluate.py": (
+            "import lightning as L\nfrom lit import Lit\nmodel = Lit.load_from_checkpoint('last.ckpt')\n"
+            "L.Trainer(precision='16-true').validate(model)\n"
+        ),
+    })
+    (world,) = Project(summaries).worlds()[("lit.py", "Lit")]
+    assert (world.dtype, world.trains, world.text) == ("fp16", False, "L.Trainer(precision='16-true').validate(model)")
+
+
+@pytest.mark.parametrize("call", [
+    "deepspeed.initialize(args=args, model=Net())",  # DeepSpeed reads args.deepspeed_config
+    "deepspeed.initialize(args, Net(), config=args.deepspeed_config)",
+])
+def test_deepspeed_config_file_from_an_argparse_default(tmp_path, call):
+    source = (
+        "import argparse, deepspeed\nfrom net import Net\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--deepspeed-config', default='ds.json')\nargs = parser.parse_args()\n" + call + "\n"
+    )
+    summaries = _summaries({"main.py": source, "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"})
+    (tmp_path / "ds.json").write_text('{"bf16": {"enabled": true}}')
+    files = {path: str(tmp_path / path) for path in summaries}
+    (world,) = Project(summaries, files).worlds()[("net.py", "Net")]
+    assert world.dtype == "bf16" and world.conditional and "`ds.json`" in world.setting
+
+
+def test_a_cast_routine_of_the_class_itself_is_no_world():
+    # lerobot's wall_x: ``to_bfloat16_for_selected_params`` casts self, then keeps parts float32
+    summaries = _summaries({
+        "m.py": (
+            "import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n"
+            "    def to_bf16_keeping_norms(self):\n        self.to(dtype=torch.bfloat16)\n"
+            "class Half(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.half()\n"
+        ),
+    })
+    worlds = Project(summaries).worlds()
+    assert ("m.py", "Net") not in worlds
+    (world,) = worlds[("m.py", "Half")]
+    assert world.dtype == "fp16" and not world.conditional  # in ``__init__``: every instance
+
+
+def test_a_processor_appended_to_the_list_given_to_generate():
+    summaries = _summaries({
+        "proc.py": "class StopOnTokens:\n    def __call__(self, input_ids, scores):\n        return scores\n",
+        "run.py": (
+            "import torch\nfrom transformers import AutoModelForCausalLM, StoppingCriteriaList\n"
+            "from proc import StopOnTokens\n"
+            "def chat(ids):\n    lm = AutoModelForCausalLM.from_pretrained('m', torch_dtype=torch.float16)\n"
+            "    criteria = StoppingCriteriaList()\n    criteria.append(StopOnTokens())\n"
+            "    return lm.generate(ids, stopping_criteria=criteria)\n"
+        ),
+    })
+    (world,) = Project(summaries).worlds()[("proc.py", "StopOnTokens")]
+    assert world.dtype == "fp16" and world.methods == ("__call__",) and world.conditional

@@ -93,10 +93,97 @@ ADD_ARGUMENT = "add_argument"
 # transformers/trl parsers of TrainingArguments from the command line or a config file.
 ARGUMENT_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 CLI_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file"})
-# DeepSpeed config dicts: ``{"fp16": {"enabled": True}}`` trains fp16 parameters with its own scaler.
-DEEPSPEED_KEYS = {"fp16": Effect(params=FP16, scaler=True), "bf16": Effect(params=BF16)}
+# DeepSpeed config dicts: ``{"fp16": {"enabled": True}}`` trains fp16 parameters with its own scaler
+# (``"bfloat16"`` is DeepSpeed's alias of ``"bf16"``; ``"enabled": "auto"`` is left to another config).
+DEEPSPEED_KEYS = {"fp16": Effect(params=FP16, scaler=True), "bf16": Effect(params=BF16),
+                  "bfloat16": Effect(params=BF16)}
 # Dtype names as idioms spell them (diffusers' ``weight_dtype``, nanoGPT's ``dtype`` string).
 DTYPE_SPELLINGS = {"float16": FP16, "half": FP16, "bfloat16": BF16}
+
+
+@dataclasses.dataclass(frozen=True)
+class Handoff:
+    """A call that hands a module class's instance to a framework which casts its parameters: the
+    class then runs in a precision world (``dtype_lint/project/``).
+
+    ``callables``: qualified names of the call (``deepspeed.initialize``), or, with ``made_by``, the
+    method names of an object a catalog ``Source`` of that framework made (``trainer.fit(model)``
+    of ``Trainer(precision="16-true")``). ``model``: the keyword and position of the module.
+    ``config``: keywords carrying a DeepSpeed config (a dict, a module constant, a JSON file path).
+    ``dtype``: a keyword carrying a torch dtype. ``trains``: the optimizer steps those low-precision
+    parameters themselves, with no float32 master copy (optimizer rules such as DTL404 then apply
+    inside the class, not only its numerics).
+    """
+
+    framework: str
+    callables: tuple[str, ...]
+    model: str
+    position: int
+    trains: bool
+    made_by: str | None = None
+    config: tuple[str, ...] = ()
+    dtype: tuple[str, ...] = ()
+
+
+HANDOFFS: tuple[Handoff, ...] = (
+    # deepspeed.initialize(args=None, model=None, ..., config=None, config_params=None): the engine
+    # casts the module to the config's fp16/bf16 and runs it there; its fp16/bf16 optimizers and
+    # ZeRO step float32 master weights, so the client optimizer's eps is not the parameters'.
+    Handoff("deepspeed", ("deepspeed.initialize",), "model", 1, trains=False, config=("config", "config_params")),
+    # deepspeed.init_inference(model, dtype=torch.half): inference in that dtype.
+    Handoff("deepspeed", ("deepspeed.init_inference",), "model", 0, trains=False, dtype=("dtype",)),
+    # Lightning "-true" precisions cast the LightningModule and step its half parameters (no master
+    # copy); fit trains it, the others run it.
+    Handoff("lightning", ("fit",), "model", 0, trains=True, made_by="lightning"),
+    Handoff("lightning", ("validate", "test", "predict"), "model", 0, trains=False, made_by="lightning"),
+    Handoff("lightning", ("setup", "setup_module"), "module", 0, trains=True, made_by="lightning"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Callback:
+    """A method of a low-precision library model that calls the objects it is given with tensors
+    in the model's dtype: ``model.generate(logits_processor=[proc])`` calls ``proc(input_ids,
+    scores)`` with the model's float16 logits (transformers before 4.45 and remote-code models;
+    later releases hand float32 scores: a reachable configuration, medium)."""
+
+    method: str
+    keywords: tuple[str, ...]
+    calls: tuple[str, ...]  # the methods of the given objects that run with those tensors
+
+
+CALLBACKS: tuple[Callback, ...] = (
+    Callback("generate", ("logits_processor", "stopping_criteria"), ("__call__",)),
+)
+
+
+def deepspeed_setting(config) -> str | None:
+    """The low key of a DeepSpeed config (a plain dict, from source or a JSON file) whose
+    ``enabled`` is True: ``"fp16"`` for ``{"fp16": {"enabled": True}}``, else None."""
+    if not isinstance(config, dict):
+        return None
+    for key in DEEPSPEED_KEYS:
+        section = config.get(key)
+        if isinstance(section, dict) and section.get("enabled") is True:
+            return key
+    return None
+
+
+def lightning_params(value) -> str | None:
+    """The parameter dtype a Lightning ``precision=`` value casts to (``"16-true"`` -> fp16)."""
+    effect = LIGHTNING_PRECISION.get(str(value)) if value is not None else None
+    return effect.params if effect is not None else None
+
+
+def from_pretrained_params(argument: str, value: str | None) -> tuple[str, bool] | None:
+    """(parameter dtype, only in some configurations) that ``from_pretrained(<argument>=<value>)``
+    loads: ``torch_dtype`` ``"float16"`` -> (fp16, False), ``variant`` ``"fp16"`` -> (fp16, True)."""
+    for source in CATALOG:
+        if source.framework == "from_pretrained" and source.argument == argument:
+            effect = source.effects.get(value)
+            if effect is not None and effect.params:
+                return effect.params, effect.conditional
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

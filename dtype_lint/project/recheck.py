@@ -5,6 +5,10 @@ are joined (``worlds.py``); each file that defines a class some other unit casts
 is checked once more with those worlds seeded into its dtype flow (``seeding.py``). What that
 second check finds beyond the first, from the rules that judge numerics and dtype mismatches,
 and inside a class that has a world, is added to the file's report, its message naming the world.
+A world a framework trains in (Lightning's "16-true": no float32 master weights) also brings the
+training rules into the class; a helper given a cast-built instance by a caller in another file
+(``make_optimizer(args, Model(args))``) gets the training rules, and the numerics ones when the
+whole instance is cast.
 Results are cached per file under a key of its bytes and its worlds: editing a file re-checks
 it, and the files whose worlds its edit changes.
 """
@@ -50,7 +54,10 @@ def class_world(worlds: list[World], base: str = "") -> ClassWorld:
     first = chosen[0]
     more = len({(w.path, w.line) for w in worlds}) - 1
     description = first.describe(base) + (f" and {more} other cast{'s' if more > 1 else ''}" if more else "")
-    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base))
+    # a callback world only when every world is one (a class also cast whole runs all its methods so)
+    methods = tuple(sorted({m for w in worlds for m in w.methods})) if all(w.methods for w in worlds) else ()
+    return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base),
+                      trains=any(w.trains for w in chosen), methods=methods)
 
 
 def argument_world(worlds: list[World], base: str = "") -> ClassWorld:
@@ -63,11 +70,13 @@ def returned_world(items: list[Returned], call: str, base: str = "") -> Returned
     """One returned model per call: float16 if any cast is, described by its first cast."""
     dtype = next(d for d in LOW_ORDER if any(r.world.dtype == d for r in items))
     first = next(r for r in items if r.world.dtype == dtype)
-    certain = all(r.world.dtype == dtype and not r.world.conditional for r in items)
+    certain = all(r.world.dtype == dtype and not r.world.conditional and not r.partial for r in items)
     what = "a model" if first.position < 0 else f"a model (item {first.position})"
-    description = f"`{call}()` returns {what} in {first.world.describe(base)}"
+    if first.partial:
+        what += " in part"
+    description = f"`{call}()` {'builds' if first.built else 'returns'} {what} in {first.world.describe(base)}"
     return ReturnedWorld(dtype=dtype, certain=certain, position=first.position, length=first.length,
-                         description=description, cast=first.world.where(base))
+                         description=description, cast=first.world.where(base), partial=first.partial)
 
 
 def apply_worlds(reports: list, work: list, jobs: int) -> list:
@@ -75,7 +84,9 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     from dtype_lint.engine import _run_pool
 
     summaries = {report.path: report.summary for report in reports if report.summary}
-    project = Project(summaries)
+    # where each checked file is on disk: configuration files are named relative to it
+    files = {report.path: work[index][1] for index, report in enumerate(reports)}
+    project = Project(summaries, files)
     by_file: dict[str, dict] = {}
     for (path, name), worlds in project.worlds().items():
         by_file.setdefault(path, {})[name] = worlds
@@ -85,7 +96,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
         arguments.setdefault(path, {})[name] = by_keyword
     saves = checkpoints.project_saves(summaries)[:MAX_SAVES]
     helpers = project_helpers(project)
-    if not by_file and not returned and not arguments and not saves and not helpers:
+    parameters = project.parameters()
+    if not (by_file or returned or arguments or saves or helpers or parameters):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -96,7 +108,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
         if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
             loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
         called = helpers.get(report.path, {})
-        if not (worlds or calls or given or loads or called) or report.internal_errors:
+        passed = parameters.get(report.path, {})
+        if not (worlds or calls or given or loads or called or passed) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -106,9 +119,14 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
                        for name, by_keyword in sorted(given.items())},
             checkpoints=loads,
             helpers=called,
+            parameters={function: {param: returned_world(items, items[0].function, base)
+                                   for param, items in by_param.items()}
+                        for function, by_param in sorted(passed.items())},
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
+        ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {}}
+                       for function, info in report.summary["functions"].items() if function in file_worlds.parameters})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
     results = _run_pool(_recheck, tasks, jobs)
@@ -165,9 +183,20 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
             continue
         located = _enclosing(ranges, finding.line)
-        if located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.classes:
+        if located is not None and located[0] in file_worlds.parameters:
+            # a helper of this file given a cast-built instance by a caller in another file
+            param, world = sorted(file_worlds.parameters[located[0]].items())[0]
+            if finding.code not in (TRAINING_RULES if world.partial else WORLD_RULES | TRAINING_RULES):
+                continue
+            prefix = f"`{located[0]}` gets `{param}` from a caller in another file: {world.description}"
+            confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
+            if confidence >= settings.min_confidence:
+                added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
+            continue
+        world = file_worlds.classes.get(located[0]) if located is not None else None
+        rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
+        if world is not None and finding.code in rules:
             name, method = located
-            world = file_worlds.classes[name]
             where = f"{name}.{method}" if method else name
             prefix, certain = f"`{where}` runs in {world.description}", world.certain
         elif located is not None and finding.code in WORLD_RULES:
@@ -181,7 +210,11 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
                 helper.where(base) in finding.message for items in file_worlds.helpers.values() for helper in items):
             prefix, certain = "", False  # the message names the helper's cast
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
-            world = next(iter(file_worlds.returned.values()))
+            # the world whose cast the finding's message cites (its values' origin), else the first
+            worlds = list(file_worlds.returned.values())
+            world = next((w for w in worlds if f"the cast at {w.cast}" in finding.message), worlds[0])
+            if world.partial and finding.code not in TRAINING_RULES:
+                continue  # a model cast in part: how its forward treats its inputs is not known here
             prefix, certain = world.description, world.certain
         else:
             continue

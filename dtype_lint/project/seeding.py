@@ -4,6 +4,9 @@ When the flow runs a method of a module class that the project pass found cast t
 elsewhere (``ctx.worlds``), ``self`` is that low-precision module and the method's tensor
 parameters are low-precision tensors, as they are when the cast model runs: a half model's
 layers produce and pass half tensors. The values' origin names the cast (file, line, text).
+A callback world (``generate(logits_processor=[proc])``) only makes the tensor parameters of the
+methods it names low precision; ``self`` keeps its own values. A helper that callers in other
+files give a cast-built instance (``FileWorlds.parameters``) gets that module for the parameter.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ class ClassWorld:
     certain: bool  # every world of the class is this low dtype, unconditionally
     description: str  # "float16 when `args.fp16` is true (train.py:11, `layer.half()`)"
     cast: str  # "train.py:11"
+    trains: bool = False  # a framework trains the parameters in this dtype (optimizer rules apply)
+    # a callback world (``generate(logits_processor=[proc])``): only these methods get the dtype's
+    # tensors, and ``self`` keeps its own values
+    methods: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +52,7 @@ class ReturnedWorld:
     length: int
     description: str  # "`load_model()` returns a model in float16 when ..."
     cast: str
+    partial: bool = False  # only a submodule is cast (``self.model.half()`` in ``__init__``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +67,8 @@ class FileWorlds:
     checkpoints: object = None
     # called dotted name -> helpers of other files that cast the module they are given (helpers.py)
     helpers: dict = dataclasses.field(default_factory=dict)
+    # function name -> parameter -> ReturnedWorld: a cast-built instance callers elsewhere pass it
+    parameters: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -66,7 +76,9 @@ class FileWorlds:
                 sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
-                       for n, by_kw in self.arguments.items())]
+                       for n, by_kw in self.arguments.items()),
+                sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by.items()))
+                       for n, by in self.parameters.items())]
 
 
 def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):

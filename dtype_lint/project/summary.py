@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import ast
 
+from dtype_lint.facts.precision_sources import from_pretrained_params
+from dtype_lint.project.astnames import dotted as _dotted
+from dtype_lint.project.handoffs import HandoffFinder
+
 FORMAT = 2
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
@@ -22,22 +26,15 @@ CHAIN_METHODS = frozenset({
     "type", "to_empty", "xpu", "mps",
 })
 LOW_CAST_METHODS = {"half": "fp16", "bfloat16": "bf16"}
+# Methods that put their (last) argument into the receiver: a list or a ``*List`` holds it then.
+GROWING_METHODS = frozenset({"append", "extend", "insert", "add"})
+# Classmethods that build an instance of their class (``LitModel.load_from_checkpoint(path)``).
+INSTANCE_CLASSMETHODS = frozenset({"from_pretrained", "load_from_checkpoint", "from_config"})
 LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 MAX_REF_DEPTH = 6
 # The expressions a dtype variable is assigned (``torch.float16``, a ternary, a table lookup):
 # only these are searched for a low dtype spelling.
 DTYPE_EXPRESSIONS = (ast.Attribute, ast.Constant, ast.IfExp, ast.Dict, ast.Subscript, ast.BoolOp)
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _low_spelling(node: ast.AST) -> str | None:
@@ -58,6 +55,8 @@ class _Scope:
 
 
 class Summarizer:
+    low_spelling = staticmethod(_low_spelling)
+
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
         self.text = text
@@ -74,6 +73,7 @@ class Summarizer:
         self.arguments: list[dict] = []  # calls given a low dtype or a true fp16 flag by keyword
         self.method_calls: list[dict] = []  # ``self.evaluator.evaluate(...)``: calls of an instance's method
         self.saves: list[dict] = []  # low-precision checkpoints ``torch.save`` writes (checkpoints.py)
+        self.passes: list[dict] = []  # calls of imported functions given instances (by their refs)
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -85,7 +85,9 @@ class Summarizer:
             in ("save", "save_file") for n in self._calls)
         self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
         self._collect_dtype_names(everything, self.module_dtype_names)
-        module_scope = _Scope()
+        self.module_scope = _Scope()
+        self.handoffs = HandoffFinder(self, everything)
+        module_scope = self.module_scope
         for statement in self.tree.body:
             if isinstance(statement, ast.ClassDef):
                 self._class(statement)
@@ -102,6 +104,8 @@ class Summarizer:
             "arguments": self.arguments,
             "saves": self.saves,
             "method_calls": sorted(self.method_calls, key=lambda c: (c["name"], c["refs"])),
+            "settings": self.handoffs.module_configs,
+            "passes": self.passes,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -169,7 +173,8 @@ class Summarizer:
                          returns=returns, record=record, nodes=nodes)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
-            self.functions[key] = {"line": node.lineno, "params": list(params), "returns": sorted(returns)}
+            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno, "params": list(params),
+                                   "returns": sorted(returns)}
             restored = _restored_params(nodes, params)
             if restored:
                 self.functions[key]["restored"] = restored
@@ -199,6 +204,10 @@ class Summarizer:
                         self._assign(target, refs, scope)
                 elif isinstance(node, (ast.AnnAssign,)) and node.value is not None:
                     self._assign(node.target, self._refs(node.value, scope), scope)
+                elif type(node) is ast.Call and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in GROWING_METHODS and node.args:
+                    # ``processors.append(StopOnTokens())``: the list holds it too
+                    self._assign(node.func.value, self._refs(node.args[-1], scope), scope)
         if returns is not None:
             for node in nodes:
                 if isinstance(node, ast.Return) and node.value is not None:
@@ -207,8 +216,10 @@ class Summarizer:
             return
         conditions = _Conditions(nodes)
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
+        calls = []
         for node in nodes:
             if isinstance(node, ast.Call):
+                calls.append(node)
                 self._cast(node, scope, owner, conditions)
                 self._low_arguments(node, conditions)
                 self._method_call(node, scope)
@@ -220,14 +231,32 @@ class Summarizer:
                 cast = self._cast_of_name(node.value, scope, conditions, anything=True)
                 if target is not None and cast is not None:
                     cast_names.setdefault(target, cast[1])
+        for node in calls:  # after the casts: ``lm.generate(...)`` asks what ``lm`` holds
+            self._passes(node, scope)
+            for handoff in self.handoffs.casts(node, scope, cast_names):
+                condition = conditions.get(id(node))
+                self.casts.append({
+                    **handoff, "conditional": handoff["conditional"] or condition is not None,
+                    "condition": condition, "line": node.lineno, "text": self._segment(node),
+                    "owner": owner, "class": scope.cls,
+                })
         if self._has_save:
             from dtype_lint.project.checkpoints import saves_in  # checkpoints.py reads this module's helpers
 
             self.saves.extend(saves_in(self, nodes, scope, cast_names, conditions))
-        if returns is not None and owner is not None and cast_names:
-            returned = self._returned_casts(nodes, cast_names)
+        built = {name: cast for name, cast in cast_names.items() if not cast.get("loaded")}
+        if returns is not None and owner is not None and built:
+            returned = self._returned_casts(nodes, built)
             if returned:
                 self.returned_casts[owner] = returned
+        if scope.cls is not None and owner == f"{scope.cls}.__init__":
+            # ``self.half()`` / ``if args.half: self.model.half()`` in ``__init__``: every instance
+            # is built cast (only in part for a submodule): its callers in other files get it so
+            self_casts = [{**cast, "position": -1, "length": 0, "partial": name != "self"}
+                          for name, cast in sorted(built.items())
+                          if name == "self" or (name.startswith("self.") and name.count(".") == 1)]
+            if self_casts:
+                self.returned_casts[scope.cls] = self_casts[:1]
 
     def _segment(self, node: ast.AST) -> str:
         """The node's source, shortened (``ast.get_source_segment`` splits the whole file each call)."""
@@ -238,6 +267,25 @@ class Summarizer:
             text = " ".join([self.lines[first][node.col_offset:], *self.lines[first + 1: last],
                              self.lines[last][: node.end_col_offset]])
         return _short(text)
+
+    def _passes(self, call: ast.Call, scope: _Scope) -> None:
+        """``utility.make_optimizer(args, model)``: an imported function given values that may be
+        instances of project classes (a helper in another file then runs on them)."""
+        name = _dotted(call.func)
+        if name is None or name.split(".")[0] not in self.imports or name.split(".")[-1] in CHAIN_METHODS:
+            return
+        given = []
+        for slot, value in [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords if k.arg)]:
+            if isinstance(value, ast.Starred):
+                break
+            # instances of classes (``Model(args)``, ``nets.Upscaler(...)``): capitalised names, so
+            # the summary does not carry every ``torch.cat(...)`` argument
+            refs = sorted(r for r in self._refs(value, scope) if r.rsplit(".", 1)[-1][:1].isupper()
+                          and not r.startswith("param:"))
+            if refs:
+                given.append([slot, refs])
+        if given:
+            self.passes.append({"ref": name, "args": given, "line": call.lineno})
 
     def _low_arguments(self, call: ast.Call, conditions: "_Conditions") -> None:
         """``AlignRestore(dtype=torch.float16)``: a constructor (or function) given a low dtype by
@@ -275,8 +323,11 @@ class Summarizer:
     def _cast_of_name(self, call: ast.Call, scope: _Scope, conditions: "_Conditions", anything: bool = False):
         """``(name, cast)`` for ``name.half()`` / ``name.to(torch.float16)`` (``anything``: any
         receiver, the name being the assignment's target)."""
+        while isinstance(call.func, ast.Attribute) and call.func.attr in CHAIN_METHODS \
+                and self._cast_dtype(call, scope) is None and isinstance(call.func.value, ast.Call):
+            call = call.func.value  # ``AutoModel.from_pretrained(..., torch_dtype=torch.float16).eval()``
         cast = self._cast_dtype(call, scope)
-        if cast is None or cast[0].startswith("param:"):
+        if cast is None or cast[0].startswith("param:") or not isinstance(call.func, ast.Attribute):
             return None
         name = _dotted(call.func.value)
         if name is None and not anything:
@@ -285,6 +336,9 @@ class Summarizer:
         return name, {
             "dtype": cast[0], "conditional": cast[1] or condition is not None, "condition": condition,
             "line": call.lineno, "text": self._segment(call),
+            # a library model loaded in low precision: it may cast its own inputs, and keep some
+            # modules float32; only framework callbacks (``generate``) are told of it
+            **({"loaded": True} if call.func.attr == "from_pretrained" else {}),
         }
 
     @staticmethod
@@ -330,7 +384,7 @@ class Summarizer:
                 return self._refs(func.value, scope, depth + 1)
             found: set[str] = set()
             name = _dotted(func)
-            if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+            if isinstance(func, ast.Attribute) and func.attr in INSTANCE_CLASSMETHODS:
                 name = _dotted(func.value)
             if name is not None and not name.startswith("self."):
                 found.add(name)
@@ -368,6 +422,17 @@ class Summarizer:
             return None
         if func.attr in LOW_CAST_METHODS:
             return LOW_CAST_METHODS[func.attr], False
+        if func.attr == "from_pretrained":
+            # the loaded parameters' dtype (the catalog's from_pretrained entries); a model may
+            # keep some modules float32 (``_keep_in_fp32_modules``): a reachable configuration
+            for keyword in call.keywords:
+                low = _low_spelling(keyword.value)
+                spelled = {"fp16": "float16", "bf16": "bfloat16"}.get(low) if keyword.arg in ("torch_dtype", "dtype") \
+                    else (keyword.value.value if isinstance(keyword.value, ast.Constant) else None)
+                loaded = from_pretrained_params(keyword.arg or "", spelled)
+                if loaded is not None:
+                    return loaded[0], True
+            return None
         if func.attr not in ("to", "type"):
             return None
         for arg in (*call.args, *(k.value for k in call.keywords if k.arg in ("dtype", None))):
@@ -387,10 +452,20 @@ class Summarizer:
         cast = self._cast_dtype(call, scope)
         if cast is None:
             return
-        refs = self._refs(call.func.value, scope)
+        dtype, conditional = cast
+        receiver = call.func.value
+        if call.func.attr == "from_pretrained":
+            refs = {_dotted(receiver)} - {None}  # ``MyModel.from_pretrained(...)``: a class of the project
+        elif isinstance(receiver, ast.Name) and receiver.id == "self" and scope.cls is not None:
+            if owner != f"{scope.cls}.__init__":
+                # a cast routine of its own (``def to_bf16(self): self.to(torch.bfloat16)``) usually
+                # goes on to keep some parameters float32: not a world of the whole class
+                return
+            refs = {scope.cls}  # ``self.half()`` in ``__init__``: every instance, the class itself
+        else:
+            refs = self._refs(receiver, scope)
         if not refs:
             return
-        dtype, conditional = cast
         condition = conditions.get(id(call))
         self.casts.append({
             "refs": sorted(refs),
@@ -514,7 +589,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "saves": [], "method_calls": [], "calls": []}
+               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -7,7 +7,14 @@ function, class or file of the checked paths. Imports between the files resolve 
 import GPT``, ``from .layers import Block``, ``import pkg.model as m``); a name that resolves
 to no checked file is left alone. A world is *conditional* when the cast sits under an ``if``
 (a flag's branch) or takes a dtype chosen at run time: a reachable configuration, medium
-confidence; an unconditional cast makes a certain world.
+confidence; an unconditional cast makes a certain world. Frameworks cast too (``project/handoffs.py``:
+``deepspeed.initialize(model=m, config=...)`` with fp16/bf16 enabled, Lightning's ``"16-true"``),
+and ``generate(logits_processor=[proc])`` of a low-precision model makes a *callback* world of
+``proc``'s class (only its ``__call__`` gets the dtype); those are conditional (a launcher or CLI
+may override the setting). A DeepSpeed config named by another file's constant or a JSON file
+is resolved here. A class whose ``__init__`` casts itself or a submodule builds cast instances:
+``returned`` gives them to the callers in other files, ``parameters`` to the helpers those
+callers hand them to.
 
 Everything here is linear in the number of files and casts (each summary is indexed once; each
 cast resolves through at most a few function returns; containment is one graph walk).
@@ -32,32 +39,41 @@ class World:
     line: int
     text: str
     via: str | None = None  # the containing class the cast reached it through
+    setting: str | None = None  # a framework's setting that casts (``under the DeepSpeed config ...``)
+    trains: bool = False  # the optimizer steps these low-precision parameters (no float32 master copy)
+    methods: tuple[str, ...] = ()  # a callback world: only these methods get the dtype's tensors
 
     def where(self, base: str = "") -> str:
         """``train.py:11``, the path relative to ``base`` (the directory of the file it is told to)."""
-        path = self.path
-        if base:
-            relative = posixpath.relpath(self.path, base)
-            path = relative if not relative.startswith("..") else self.path
-        return f"{path}:{self.line}"
+        return f"{relative(self.path, base)}:{self.line}"
 
     def describe(self, base: str = "") -> str:
         """``float16 when `args.fp16` is true (train.py:11, `layer.half()`)``."""
         from dtype_lint.facts.flow.values import LONG_NAMES
 
-        when = ""
+        when = f" {self.setting}" if self.setting else ""
         if self.condition:
-            when = f" when `{self.condition}` is true"
-        elif self.conditional:
+            when += f" when `{self.condition}` is true"
+        elif self.conditional and not self.setting:
             when = " in some configurations"
         via = f", through `{self.via}`" if self.via else ""
         return f"{LONG_NAMES.get(self.dtype, self.dtype)}{when} ({self.where(base)}, `{self.text}`{via})"
 
     def to_json(self) -> list:
-        return [self.dtype, self.conditional, self.condition, self.path, self.line, self.text, self.via]
+        return [self.dtype, self.conditional, self.condition, self.path, self.line, self.text, self.via,
+                self.setting, self.trains, list(self.methods)]
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.dtype, self.text, self.condition or "", self.via or "", self.conditional)
+        return (self.path, self.line, self.dtype, self.text, self.condition or "", self.via or "", self.conditional,
+                self.setting or "", self.trains, self.methods)
+
+
+def relative(path: str, base: str = "") -> str:
+    """``path`` relative to the directory ``base`` when inside it, else as given."""
+    if base:
+        inside = posixpath.relpath(path, base)
+        return inside if not inside.startswith("..") else path
+    return path
 
 
 def module_names(path: str) -> list[str]:
@@ -80,9 +96,10 @@ def module_names(path: str) -> list[str]:
 
 
 class Project:
-    def __init__(self, summaries: dict[str, dict]) -> None:
+    def __init__(self, summaries: dict[str, dict], files: dict[str, str] | None = None) -> None:
         # path -> summary, only the files that have one, in a fixed order
         self.summaries = {path: summaries[path] for path in sorted(summaries) if summaries[path]}
+        self.files = files or {}  # path -> where the file is on disk (default: the path itself)
         self.by_module: dict[str, list[str]] = {}
         for path in self.summaries:
             for name in module_names(path):
@@ -127,6 +144,8 @@ class Project:
                 found.append(("class", path, head))
             elif ref in summary["functions"]:
                 found.append(("function", path, ref))
+            elif not rest and head in summary.get("settings", {}):
+                found.append(("setting", path, head))
             elif head in summary["imports"]:
                 for target in summary["imports"][head]:
                     absolute = self._absolute(path, target) + (f".{rest}" if rest else "")
@@ -151,7 +170,7 @@ class Project:
             for kind, where, name in self.resolve(path, ref):
                 if kind == "class":
                     found.add((where, name))
-                else:
+                elif kind == "function":
                     returns = self.summaries[where]["functions"][name]["returns"]
                     found |= self.classes_of(where, returns, depth + 1)
         return found
@@ -162,10 +181,13 @@ class Project:
         direct: dict[tuple[str, str], set[World]] = {}
         for path, summary in self.summaries.items():
             for cast in summary["casts"]:
-                dtype = cast["dtype"]
-                if dtype.startswith("param:"):
+                dtype, setting = cast["dtype"], cast.get("setting")
+                if dtype is None:
+                    dtype, setting = self._config(path, cast)
+                if dtype is None or dtype.startswith("param:"):
                     continue
-                world = World(dtype, cast["conditional"], cast["condition"], path, cast["line"], cast["text"])
+                world = World(dtype, cast["conditional"], cast["condition"], path, cast["line"], cast["text"],
+                              setting=setting, trains=cast.get("trains", False), methods=tuple(cast.get("methods", ())))
                 for cls in self.classes_of(path, cast["refs"]):
                     direct.setdefault(cls, set()).add(world)
         # a cast reaches the submodules a class builds, and the base classes whose methods run
@@ -187,12 +209,29 @@ class Project:
                         continue
                     seen.add(inner)
                     via = root[1]
+                    # a callback world is the given object's own: its parts are not called with its tensors
                     result.setdefault(inner, set()).update(
-                        dataclasses.replace(world, via=world.via or via) for world in direct[root]
+                        dataclasses.replace(world, via=world.via or via) for world in direct[root] if not world.methods
                     )
                     stack.append(inner)
         return {cls: sorted(worlds, key=World.sort_key) for cls, worlds in sorted(result.items())}
 
+    def _config(self, path: str, cast: dict) -> tuple[str | None, str | None]:
+        """(low dtype, words) of a DeepSpeed config a handoff names: a module constant of another
+        file (``from configs import DS_CONFIG``) or a JSON file beside the calling file."""
+        if "config_ref" in cast:
+            for kind, where, name in self.resolve(path, cast["config_ref"]):
+                if kind == "setting":
+                    constant = self.summaries[where]["settings"][name]
+                    if "file" in constant:
+                        return self._config(where, {"config_file": constant["file"]})
+                    shown = f"{relative(where, posixpath.dirname(path))}:{constant['line']}"
+                    return constant["dtype"], f"{constant['setting']} of {shown}"
+        if "config_file" in cast:
+            from dtype_lint.project.config_files import deepspeed_file_setting
+
+            return deepspeed_file_setting(self.files.get(path, path), cast["config_file"])
+        return None, None
 
     def arguments(self) -> dict[tuple[str, str], dict[str, list[World]]]:
         """(path, class) -> constructor keyword -> the low dtypes callers pass it
@@ -216,15 +255,42 @@ class Project:
         for path, summary in self.summaries.items():
             for name in summary.get("calls", ()):
                 for kind, where, function in self.resolve(path, name):
-                    if kind != "function" or where == path:
+                    if kind not in ("function", "class") or where == path:
                         continue  # a function of the same file: the file's own flow follows the call
+                    # a class: its ``__init__`` casts the instance, or a submodule of it (partial)
                     for cast in self.summaries[where].get("returned_casts", {}).get(function, ()):
                         world = World(cast["dtype"], cast["conditional"], cast["condition"], where, cast["line"],
                                       cast["text"])
                         found.setdefault(path, {}).setdefault(name, []).append(
-                            Returned(function, world, cast["position"], cast["length"]))
+                            Returned(function, world, cast["position"], cast["length"], kind == "class",
+                                     cast.get("partial", False)))
         return {path: {name: sorted(set(items), key=Returned.sort_key) for name, items in sorted(calls.items())}
                 for path, calls in sorted(found.items())}
+
+
+    def parameters(self) -> dict[str, dict[str, dict[str, list["Returned"]]]]:
+        """path -> function -> parameter -> the cast-built instances callers in other files pass
+        it (``make_optimizer(args, Model(args))`` where ``Model.__init__`` halves a submodule)."""
+        found: dict[str, dict[str, dict[str, set[Returned]]]] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("passes", ()):
+                for kind, where, function in self.resolve(path, call["ref"]):
+                    if kind != "function" or where == path or "." in function:
+                        continue  # same file: its flow follows the call; methods: ``self`` shifts slots
+                    params = self.summaries[where]["functions"][function]["params"]
+                    for slot, refs in call["args"]:
+                        param = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+                        if param not in params:
+                            continue
+                        for cls_path, cls in sorted(self.classes_of(path, refs)):
+                            for cast in self.summaries[cls_path].get("returned_casts", {}).get(cls, ()):
+                                world = World(cast["dtype"], cast["conditional"], cast["condition"], cls_path,
+                                              cast["line"], cast["text"])
+                                found.setdefault(where, {}).setdefault(function, {}).setdefault(param, set()).add(
+                                    Returned(cls, world, -1, 0, True, cast.get("partial", False)))
+        return {path: {function: {param: sorted(items, key=Returned.sort_key) for param, items in sorted(by.items())}
+                       for function, by in sorted(functions.items())}
+                for path, functions in sorted(found.items())}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,9 +302,11 @@ class Returned:
     world: World
     position: int
     length: int
+    built: bool = False  # a class whose constructor casts the instance it builds
+    partial: bool = False  # only a submodule of it is cast
 
     def sort_key(self) -> tuple:
-        return (self.function, self.position, self.length, *self.world.sort_key())
+        return (self.function, self.position, self.length, self.built, self.partial, *self.world.sort_key())
 
 
 def project_worlds(summaries: dict[str, dict]) -> dict[str, dict[str, list[World]]]:

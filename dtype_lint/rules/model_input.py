@@ -190,7 +190,10 @@ class LowpModelFp32Input(Rule):
     `model.to(torch.bfloat16)`, `dtype=` on a torch.nn layer) on a tensor the dtype flow knows is
     float32 (a factory without `dtype=`, `.float()`, a float32 helper's result), outside any
     autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
-    confidence only: many of them cast their inputs (ViT casts `pixel_values`).
+    confidence only: many of them cast their inputs (ViT casts `pixel_values`). A submodule
+    called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
+    the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
+    Lightning in float16, in another file) that does not keep that submodule float32 itself.
 
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
@@ -262,10 +265,12 @@ class LowpModelFp32Input(Rule):
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
             return
-        if _root_name(module_node) == "self" and not _in_plain_class(self.ctx, node):
+        if _root_name(module_node) == "self" and not _in_plain_class(self.ctx, node) \
+                and not _runs_in_world(self.ctx, node, module_node):
             # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``
             # is the caller's, and the finding belongs (and is reported) at that call. A plain
-            # class (a predictor holding ``self.model``) owns its attributes' dtypes: report here.
+            # class (a predictor holding ``self.model``) owns its attributes' dtypes: report here;
+            # so does a class the project pass checks under a precision world (no caller here).
             return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         for arg in arguments(node):
@@ -458,6 +463,25 @@ def _in_plain_class(ctx, node: cst.CSTNode) -> bool:
     if cls is None:
         return False
     return all(isinstance(base.value, cst.Name) and base.value.value == "object" for base in cls.bases)
+
+
+def _runs_in_world(ctx, node: cst.CSTNode, module_node: cst.CSTNode) -> bool:
+    """Inside a module class that runs in a precision world of the project pass (cast, or handed
+    to DeepSpeed/Lightning, in another file), calling a submodule the class does not keep in
+    float32 itself (``self.norm.float()``, ``self.norm.to(torch.float32)``)."""
+    worlds = getattr(ctx, "worlds", None)
+    cls = ctx.enclosing(node, cst.ClassDef)
+    if worlds is None or cls is None:
+        return False
+    world = worlds.classes.get(cls.name.value)
+    if world is None or world.methods:
+        return False
+    source = ctx.module.code_for_node(cls)
+    if "_keep_in_fp32_modules" in source:
+        return False  # transformers loads the listed modules in float32 whatever the dtype
+    spelled = re.escape(ctx.code_for(module_node))
+    kept = re.compile(spelled + r"\s*\.\s*(float\(\s*\)|to\([^)]*float32)")
+    return not kept.search(source)
 
 
 def _root_name(node: cst.CSTNode | None) -> str | None:

@@ -63,7 +63,10 @@ class OverflowLiteral(Rule):
     method of a class (a model's `forward`), a tensor computed by a matmul (`q @ k.transpose(...)`,
     `torch.matmul`, `bmm`, `einsum`, scaled or not) counts as float16, at medium confidence, when
     the file trains under an enabled float16 autocast: the flow follows direct calls only, and a
-    model's `forward` is reached through `model(x)` from inside that region.
+    model's `forward` is reached through `model(x)` from inside that region. Whole-program: a
+    class cast, or handed to DeepSpeed/Lightning with a float16 setting, in another file is
+    checked under that world, and so is the `__call__` of a logits processor given to
+    `generate()` of a float16 model (its `scores` are float16): medium confidence.
 
     ## Why is this bad?
     float16's largest finite value is 65504. `masked_fill`/`full`/`fill_` raise

@@ -472,6 +472,10 @@ class Fp16AdamEps(Rule):
     `eps=1e-8` or any eps below 6e-8. High confidence when the parameters are float16 on every
     path; low when only part of the model is float16 and the optimizer gets only the parameters
     that require grad (a frozen float16 base under float32 adapters); medium otherwise.
+    Whole-program (medium): an optimizer helper given an instance of a class that halves itself
+    or a submodule in `__init__` under a flag (`make_optimizer(args, Model(args))`), and the
+    `configure_optimizers` of a class trained by DeepSpeed's `"fp16"` config or Lightning's
+    `precision="16-true"` in another file.
 
     ## Why is this bad?
     float16's smallest subnormal is 6e-8: `1e-8` rounds to 0 in the parameter's dtype. Wherever

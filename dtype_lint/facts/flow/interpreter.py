@@ -673,13 +673,21 @@ class Interpreter:
                     # a caller elsewhere in the project builds the class with this low dtype
                     bound[param.name.value] = (argument_value(given, info.node, self.origin), None, {})
             world = self._world_of(cls)
-            if world is not None:
-                # a precision world of the project pass: the class is cast elsewhere (see project/)
-                self_value, tensor = world_values(world, info.node, self.origin, cls.name)
+            callback = self._callback_world(cls, info.node.name.value) if world is None else None
+            if world is not None or callback is not None:
+                # a precision world of the project pass: the class is cast elsewhere (see project/),
+                # or a framework calls this method with low-precision tensors (``self`` is its own)
+                module, tensor = world_values(world or callback, info.node, self.origin, cls.name)
+                if world is not None:
+                    self_value = module
                 for param in params[1:]:
                     if world_tensor_parameter(param):
                         bound[param.name.value] = (tensor, None, {})
             bound[params[0].name.value] = (self_value, None, {})
+        passed = self._parameters_of(info) if cls is None else None
+        for name, world in (passed or {}).items():
+            # a caller in another file gives this helper an instance its class's ``__init__`` casts
+            bound[name] = (returned_value(world, info.node, self.origin), None, {})
         if cls is not None and info.node.name.value == "__init__":
             for name, default in info.defaults.items():
                 if default is not None and default.kind == DTYPE and default.dtypes:
@@ -691,8 +699,23 @@ class Interpreter:
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
 
     def _world_of(self, cls: ClassInfo):
+        """The precision world a module class runs in (the project pass's), or None."""
         worlds = getattr(self.ctx, "worlds", None)
-        return worlds.classes.get(cls.name) if worlds is not None and cls.is_module else None
+        world = worlds.classes.get(cls.name) if worlds is not None and cls.is_module else None
+        return world if world is not None and not world.methods else None
+
+    def _parameters_of(self, info: FunctionInfo) -> dict | None:
+        """Parameter -> world, for a module-level function callers in other files pass cast instances."""
+        worlds = getattr(self.ctx, "worlds", None)
+        if worlds is None or info.outer is not None and info.outer is not self.module_frame:
+            return None
+        return worlds.parameters.get(info.node.name.value)
+
+    def _callback_world(self, cls: ClassInfo, method: str):
+        """The world of a class whose ``method`` a framework calls with low-precision tensors."""
+        worlds = getattr(self.ctx, "worlds", None)
+        world = worlds.classes.get(cls.name) if worlds is not None else None
+        return world if world is not None and method in world.methods else None
 
     def _arguments_of(self, cls: ClassInfo) -> dict | None:
         worlds = getattr(self.ctx, "worlds", None)
