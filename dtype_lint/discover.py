@@ -19,6 +19,7 @@ from dtype_lint.config import Settings
 from dtype_lint.errors import UsageError
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
+DATA_FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")  # read by the project pass (project/data_files.py)
 SKIPPED_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".venv", "venv", ".eggs",
@@ -93,6 +94,46 @@ def _walk_error(errors: list[str]):
     return record
 
 
+def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str]) -> list[str]:
+    """The files under the directory ``given`` whose names end with ``suffixes``."""
+    walked = []
+    for directory, subdirs, names in os.walk(given, onerror=_walk_error(errors)):
+        here = settings_for(directory)  # the directory's config decides for what it holds
+        subdirs[:] = sorted(
+            d for d in subdirs
+            if not _skip_dir(d, os.path.join(directory, d)) and not here.is_excluded(os.path.join(directory, d))
+        )
+        for name in sorted(names):
+            if name.endswith(suffixes):
+                full = os.path.join(directory, name)
+                if here.is_excluded(full):
+                    continue
+                if not _is_regular_file(full):
+                    errors.append(f"{full}: not a regular file, skipped")
+                    continue
+                walked.append(full)
+    return walked
+
+
+def discover_data(paths: list[str], settings: Union[Settings, Callable[[str], Settings]]) -> list[tuple[str, str]]:
+    """The config data files (YAML, TOML, JSON) under the directories in ``paths`` and those named
+    explicitly, as ``(display_path, filesystem_path)``: they feed the project pass's facts
+    (dtype_lint/project/data_files.py), never get findings. Unreadable entries are skipped quietly."""
+    settings_for = (lambda path: settings) if isinstance(settings, Settings) else settings
+    found: list[str] = []
+    for given in paths:
+        if os.path.isdir(given):
+            found.extend(_walk(given, settings_for, DATA_FILE_SUFFIXES, []))
+        elif given.endswith(DATA_FILE_SUFFIXES) and _is_regular_file(given):
+            found.append(given)
+    ignored = _git_ignored(found)
+    result = {}
+    for path in found:
+        if path not in ignored:
+            result.setdefault(os.path.realpath(path), (os.path.normpath(path) if path.startswith("./") else path, path))
+    return sorted(result.values())
+
+
 def discover(
     paths: list[str],
     settings: Union[Settings, Callable[[str], Settings]],
@@ -106,21 +147,9 @@ def discover(
     walked: list[str] = []
     for given in paths:
         if os.path.isdir(given):
-            for directory, subdirs, names in os.walk(given, onerror=_walk_error(errors)):
-                here = settings_for(directory)  # the directory's config decides for what it holds
-                subdirs[:] = sorted(
-                    d for d in subdirs
-                    if not _skip_dir(d, os.path.join(directory, d)) and not here.is_excluded(os.path.join(directory, d))
-                )
-                for name in sorted(names):
-                    if name.endswith(SOURCE_SUFFIXES):
-                        full = os.path.join(directory, name)
-                        if here.is_excluded(full):
-                            continue
-                        if not _is_regular_file(full):
-                            errors.append(f"{full}: not a regular file, skipped")
-                            continue
-                        walked.append(full)
+            walked.extend(_walk(given, settings_for, SOURCE_SUFFIXES, errors))
+        elif given.endswith(DATA_FILE_SUFFIXES) and os.path.exists(given):
+            continue  # a config file named on the command line feeds facts (discover_data), gets no findings
         elif os.path.exists(given):
             if not _is_regular_file(given):
                 raise UsageError(f"{given}: not a regular file")

@@ -281,11 +281,13 @@ def check_files(
     cache: "Cache | None" = None,
     settings_for: "Callable[[str], Settings] | None" = None,
     project: bool = False,
+    data: list[tuple[str, str]] = (),
 ) -> list[FileReport]:
     """Reports for ``(display_path, fs_path)`` pairs, in the order given (``cache``: see cache.py).
     ``settings_for``: each file's own settings (hierarchical config); else ``settings`` for all.
     ``project``: analyse the files as one program (dtype_lint/project/): the classes of one file
-    are also checked under the precisions other files cast them to."""
+    are also checked under the precisions other files cast them to, and with the config settings
+    they read (``data``: the YAML/TOML/JSON files checked with them, as ``(display, fs_path)``)."""
     jobs = jobs or default_jobs()
     work = [
         (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache, project)
@@ -295,7 +297,7 @@ def check_files(
     if project:
         from dtype_lint.project.recheck import apply_worlds
 
-        reports = apply_worlds(reports, work, jobs)
+        reports = apply_worlds(reports, work, jobs, data)
     return reports
 
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--fix/--unsafe-fixes/--diff do not combine with --diff-base, --statistics or --add-noqa")
         return fix.run(args)
 
-    from dtype_lint.discover import discover, warn_if_empty
+    from dtype_lint.discover import discover, discover_data, warn_if_empty
     from dtype_lint.engine import check_bytes, check_files
     from dtype_lint.report import render
 
@@ -110,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
             from dtype_lint.cache import Cache, cache_directory
 
             cache = Cache(cache_directory(settings), settings)
+        data = [] if args.no_project else discover_data(paths, resolver)
         reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver,
-                              project=not args.no_project)
+                              project=not args.no_project, data=data)
         if args.verbose:
             from dtype_lint.commands.views import describe_configs
 

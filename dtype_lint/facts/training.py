@@ -29,6 +29,7 @@ from dtype_lint.facts.amp import (
     scaler_wrapper_classes,
 )
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts import config_values
 
 DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
@@ -418,7 +419,10 @@ class TrainingFacts:
             return body | orelse if body and orelse else set()
         text = target_text(expr)
         if text is None or text not in self.assignments:
-            return set()
+            # ``config["training"]["mixed_precision"]``: the strings the config files give the key
+            settings = config_values.settings_of(self.ctx, expr)
+            return {s.value for s in settings if isinstance(s.value, str)} if settings and all(
+                isinstance(s.value, str) for s in settings) else set()
         found: set[str] = set()
         for _, value_node in self.assignments[text]:
             choices = self.string_choices(value_node, depth + 1)

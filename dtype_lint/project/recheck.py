@@ -20,9 +20,11 @@ import hashlib
 import json
 import posixpath
 
+from dtype_lint.facts.config_values import Setting
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
 from dtype_lint.project.helpers import project_helpers
+from dtype_lint.project.data_files import merge_indexes, read_data_file
 from dtype_lint.project.seeding import ClassWorld, FileWorlds, ReturnedWorld
 from dtype_lint.project.worlds import Project, Returned, World
 
@@ -79,14 +81,16 @@ def returned_world(items: list[Returned], call: str, base: str = "") -> Returned
                          description=description, cast=first.world.where(base), partial=first.partial)
 
 
-def apply_worlds(reports: list, work: list, jobs: int) -> list:
-    """``reports`` with the findings of each file under its project worlds added."""
+def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
+    """``reports`` with the findings of each file under its project worlds added. ``data``: the
+    config data files checked with them (``(display, fs_path)``), read for their settings."""
     from dtype_lint.engine import _run_pool
 
     summaries = {report.path: report.summary for report in reports if report.summary}
     # where each checked file is on disk: configuration files are named relative to it
     files = {report.path: work[index][1] for index, report in enumerate(reports)}
     project = Project(summaries, files)
+    config = project.config_values(merge_indexes(read_data_file(fs_path, display) for display, fs_path in data))
     by_file: dict[str, dict] = {}
     for (path, name), worlds in project.worlds().items():
         by_file.setdefault(path, {})[name] = worlds
@@ -97,7 +101,7 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
     saves = checkpoints.project_saves(summaries)[:MAX_SAVES]
     helpers = project_helpers(project)
     parameters = project.parameters()
-    if not (by_file or returned or arguments or saves or helpers or parameters):
+    if not (by_file or returned or arguments or saves or helpers or parameters or config):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -108,8 +112,9 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
         if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
             loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
         called = helpers.get(report.path, {})
+        settings_read = config.get(report.path, {})
         passed = parameters.get(report.path, {})
-        if not (worlds or calls or given or loads or called or passed) or report.internal_errors:
+        if not (worlds or calls or given or loads or called or passed or settings_read) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -122,6 +127,8 @@ def apply_worlds(reports: list, work: list, jobs: int) -> list:
             parameters={function: {param: returned_world(items, items[0].function, base)
                                    for param, items in by_param.items()}
                         for function, by_param in sorted(passed.items())},
+            config={key: [[value, _relative(where, base)] for value, where in values]
+                    for key, values in settings_read.items()},
         )
         ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
                   if name in report.summary["classes"]}
@@ -216,6 +223,9 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             if world.partial and finding.code not in TRAINING_RULES:
                 continue  # a model cast in part: how its forward treats its inputs is not known here
             prefix, certain = world.description, world.certain
+        elif file_worlds.config:
+            # Found only with the config settings the file reads: a reachable configuration.
+            prefix, certain = _settings_read(file_worlds.config, text.splitlines(), finding), False
         else:
             continue
         confidence = min(finding.confidence, Confidence.HIGH if certain else Confidence.MEDIUM)
@@ -226,6 +236,34 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     if cache is not None:
         cache.store_world(display, data, key, added)
     return added, [], text.splitlines() if added else None
+
+
+def _relative(where: str, base: str) -> str:
+    """``configs/a.yaml:3`` relative to the directory of the file that reads it."""
+    path, _, line = where.rpartition(":")
+    if base:
+        relative = posixpath.relpath(path, base)
+        path = relative if not relative.startswith("..") else path
+    return f"{path}:{line}"
+
+
+def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
+    """``with `training.mixed_precision = "bf16"` (config.toml:2)``: the settings whose last key
+    the finding's lines spell (else those the file spells first), at most two."""
+    spelled = "\n".join(lines[finding.line - 1: (finding.end_line or finding.line)])
+    whole = "\n".join(lines)
+    chosen = []
+    for text in (spelled, whole):
+        for key, values in sorted(config.items(), key=lambda item: whole.find(item[0].rsplit(".", 1)[-1])):
+            name = key.rsplit(".", 1)[-1]
+            if name in text and (whole.find(name) >= 0):
+                chosen.extend(Setting(key.partition(":")[2], value, where) for value, where in values)
+        if chosen:
+            break
+    if not chosen:
+        return "with the config settings it reads"
+    more = len(chosen) - 2
+    return "with " + " and ".join(s.describe() for s in chosen[:2]) + (f" and {more} more" if more > 0 else "")
 
 
 def _enclosing(ranges: dict, line: int) -> tuple[str, str | None] | None:

@@ -69,6 +69,9 @@ class FileWorlds:
     helpers: dict = dataclasses.field(default_factory=dict)
     # function name -> parameter -> ReturnedWorld: a cast-built instance callers elsewhere pass it
     parameters: dict = dataclasses.field(default_factory=dict)
+    # "data:training.mixed_precision" / "py:cfg.fp16" -> [[value, "config.toml:2"], ...]: the
+    # config settings the file may read (dtype_lint/facts/config_values.py)
+    config: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -78,7 +81,8 @@ class FileWorlds:
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
                        for n, by_kw in self.arguments.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by.items()))
-                       for n, by in self.parameters.items())]
+                       for n, by in self.parameters.items()),
+                sorted(self.config.items())]
 
 
 def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):

@@ -17,9 +17,10 @@ import ast
 
 from dtype_lint.facts.precision_sources import from_pretrained_params
 from dtype_lint.project.astnames import dotted as _dotted
+from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
 
-FORMAT = 2
+FORMAT = 3
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -106,6 +107,8 @@ class Summarizer:
             "method_calls": sorted(self.method_calls, key=lambda c: (c["name"], c["refs"])),
             "settings": self.handoffs.module_configs,
             "passes": self.passes,
+            "config_loads": loads_config(self._calls, self.imports),
+            "values": module_values(self.tree),
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -589,7 +592,7 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": []}
+               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": [], "config_loads": False, "values": {}}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

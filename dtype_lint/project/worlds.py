@@ -248,6 +248,38 @@ class Project:
         return {cls: {kw: sorted(worlds, key=World.sort_key) for kw, worlds in sorted(by_kw.items())}
                 for cls, by_kw in sorted(found.items())}
 
+    def config_values(self, data: dict[str, list]) -> dict[str, dict[str, list]]:
+        """path -> the config settings the file may read (dtype_lint/facts/config_values.py):
+        ``data:<key path>`` from the data files (``data``, for a file that loads a config file)
+        and ``py:<local name>.<attributes>`` from the module-level config objects and config
+        classes of the project files it imports (``from config import cfg``, ``import config``)."""
+        found: dict[str, dict[str, list]] = {}
+        for path, summary in self.summaries.items():
+            settings: dict[str, list] = {}
+            if summary.get("config_loads") and data:
+                settings.update((f"data:{key}", values) for key, values in data.items())
+            for local, targets in sorted(summary["imports"].items()):
+                for target in targets:
+                    absolute = self._absolute(path, target)
+                    # ``import config`` (a module: its objects under the local name) or
+                    # ``from config import cfg`` (one object of the module)
+                    modules = [(files, "") for files in [self.by_module.get(absolute)] if files]
+                    located = self._lookup_module(absolute)
+                    if located is not None:
+                        modules.append(located)
+                    for files, name in modules:
+                        for other in files:
+                            if other == path:
+                                continue
+                            for key, (value, line) in sorted(self.summaries[other].get("values", {}).items()):
+                                if name and not key.startswith(name + "."):
+                                    continue
+                                spelled = f"{local}.{key[len(name) + 1:]}" if name else f"{local}.{key}"
+                                settings.setdefault(f"py:{spelled}", []).append([value, f"{other}:{line}"])
+            if settings:
+                found[path] = {key: settings[key] for key in sorted(settings)}
+        return found
+
     def returned(self) -> dict[str, dict[str, list["Returned"]]]:
         """path -> called name -> the low-precision models the project function it names returns
         (``model, diffusion = load_model(use_fp16=True)`` with ``model.half()`` in load_model)."""
