@@ -262,6 +262,8 @@ def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
             break
     if not chosen:
         return "with the config settings it reads"
+    if all(s.describe() in finding.message for s in chosen):
+        return ""  # the message names them already
     more = len(chosen) - 2
     return "with " + " and ".join(s.describe() for s in chosen[:2]) + (f" and {more} more" if more > 0 else "")
 

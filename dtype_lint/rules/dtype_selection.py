@@ -1,5 +1,6 @@
 """Code that chooses a dtype and gets the choice wrong: DTL605 to-torch-dtype-keyword, DTL706
-dtype-compared-with-string, DTL707 precision-name-mismatch, DTL708 none-dtype-cast."""
+dtype-compared-with-string, DTL707 precision-name-mismatch, DTL708 none-dtype-cast, DTL710
+fp16-and-bf16."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import config_values
 from dtype_lint.facts.amp import DTYPE_NAMES
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import training_facts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -174,8 +177,11 @@ class PrecisionNameMismatch(Rule):
     Flags code where a name that says one low precision selects the other dtype: a mapping
     `{"bf16": torch.float16}` / `{"fp16": torch.bfloat16}`, a branch
     `if precision == "bf16": dtype = torch.float16`, and a conditional
-    `torch.float16 if args.bf16 else ...`. Names are read word by word (`bf16-mixed`,
-    `use_fp16`, `bfloat16`, `half`); keys naming both or neither are ignored.
+    `torch.float16 if args.bf16 else ...`; and a conditional that picks another float dtype
+    (`torch.float32 if args.fp16 else ...`) where a sibling conditional of the same function, on
+    the same condition, picks the named one (qlora's `compute_dtype` and `torch_dtype`). Names are
+    read word by word (`bf16-mixed`, `use_fp16`, `bfloat16`, `half`); keys naming both or neither
+    are ignored.
 
     ## Why is this bad?
     The user asks for bfloat16 and gets float16 (or the reverse): a bfloat16-pretrained model
@@ -195,7 +201,9 @@ class PrecisionNameMismatch(Rule):
 
     ## Fix safety
     Unsafe: it replaces the dtype with the one the name says, which changes the precision the
-    program runs at. High confidence: the name and the dtype disagree on the line itself.
+    program runs at. High confidence: the name and the dtype disagree on the line itself; medium
+    for the sibling conditionals (float32 master weights beside a float16 compute dtype can be
+    meant).
     """
 
     code = "DTL707"
@@ -223,6 +231,12 @@ class PrecisionNameMismatch(Rule):
             "import torch\nweight_dtype = torch.bfloat16 if args.fp16 else torch.float32\n",
             fixed="import torch\nweight_dtype = torch.float16 if args.fp16 else torch.float32\n",
         ),
+        Invalid(
+            "import torch\ndef load(opt):\n    compute = torch.float16 if opt.use_fp16 else torch.float32\n"
+            "    return build(compute, dtype=torch.float32 if opt.use_fp16 else torch.float32)\n",
+            fixed="import torch\ndef load(opt):\n    compute = torch.float16 if opt.use_fp16 else torch.float32\n"
+            "    return build(compute, dtype=torch.float16 if opt.use_fp16 else torch.float32)\n",
+        ),
     )
 
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -246,6 +260,36 @@ class PrecisionNameMismatch(Rule):
         named = self._condition_precision(node.test)
         if named is not None:
             self._check_value(named, node.body, self.ctx.code_for(node.test).strip())
+            self._check_sibling(named, node)
+
+    def _check_sibling(self, named: str, node: cst.IfExp) -> None:
+        """``torch.float32 if args.fp16 else ...`` where another ternary of the same function on
+        the same condition picks ``torch.float16``: the two disagree on what the flag means."""
+        chosen = _torch_dtype(self.ctx, node.body) if isinstance(node.body, cst.Attribute) else None
+        if chosen is None or chosen == named or chosen not in ("float32", "float16", "bfloat16"):
+            return
+        test = self.ctx.code_for(node.test).strip()
+        scope = self.ctx.enclosing(node, cst.FunctionDef)
+        for other in self.ctx.all_nodes:
+            if type(other) is not cst.IfExp or other is node or not isinstance(other.body, cst.Attribute):
+                continue
+            if self.ctx.code_for(other.test).strip() != test or self.ctx.enclosing(other, cst.FunctionDef) is not scope:
+                continue
+            if _torch_dtype(self.ctx, other.body) != named:
+                continue
+            message = (
+                f"`{test}` names {named} but selects `{self.ctx.code_for(node.body).strip()}` ({chosen}), while"
+                f" line {self.ctx.position(other).start.line} selects `{self.ctx.code_for(other.body).strip()}` on the"
+                f" same condition: the run gets {chosen} here where {named} was asked for"
+            )
+            fix = None
+            torch_name = self.module_for_fix("torch")
+            if torch_name is not None:
+                fix = Fix(Safety.UNSAFE, (self.replace(node.body, f"{torch_name[0]}.{named}"), *torch_name[1]),
+                          f"select {named}")
+            # Medium: float32 master weights beside a float16 compute dtype can be meant.
+            self.report(node.body, message, confidence=Confidence.MEDIUM, fix=fix)
+            return
 
     def _condition_precision(self, test: cst.BaseExpression) -> str | None:
         """``x == "bf16"`` -> bfloat16; ``args.fp16`` / ``use_bf16`` (a flag) -> its name's dtype."""
@@ -470,3 +514,146 @@ class ToTorchDtypeKeyword(Rule):
     def _pipeline(owner) -> bool:
         info = owner.info if isinstance(owner.info, str) else ""
         return "Pipeline" in info
+
+
+# -- DTL710 ------------------------------------------------------------------------------------
+_TRAINER_ARGUMENTS = ("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig", "GRPOConfig",
+                      "ORPOConfig", "KTOConfig", "RewardConfig")
+
+
+class Fp16AndBf16(Rule):
+    """## What it does
+    Flags a `TrainingArguments(...)` (also `Seq2SeqTrainingArguments` and trl's `*Config`) that
+    can get both `fp16=True` and `bf16=True`: each given as a keyword (`True`, a ternary with a
+    `True` branch, a config setting), or through `**kwargs` built from a dict literal, a config
+    file's section (`device_args = dict(config["cuda"])` with `fp16: true` in config.yaml) and
+    `kwargs["bf16"] = True` assignments. Command-line flags (`fp16=args.fp16`) are the user's
+    choice and are not followed.
+
+    ## Why is this bad?
+    transformers refuses the combination: `ValueError: At most one of fp16 and bf16 can be True,
+    but not both`. Typically a config file turns one on and the code adds the other for the
+    GPU it finds (`if torch.cuda.is_available(): device_args["bf16"] = True`), so the script
+    runs on a CPU and fails on the first GPU machine.
+
+    ## Example
+    ```python
+    device_args = dict(config["cuda"])  # config.yaml: cuda: {fp16: true}
+    if torch.cuda.is_available():
+        device_args["bf16"] = True
+    args = TrainingArguments(output_dir="out", **device_args)
+    ```
+
+    ## Use instead
+    ```python
+    device_args = dict(config["cuda"])
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        device_args.update(bf16=True, fp16=False)
+    args = TrainingArguments(output_dir="out", **device_args)
+    ```
+
+    ## Fix safety
+    No fix: which precision to keep needs a human. High confidence when both are `True` on
+    every path, medium when one is a reachable configuration (a branch, a config setting).
+    """
+
+    code = "DTL710"
+    name = "fp16-and-bf16"
+    summary = "TrainingArguments that can get both fp16=True and bf16=True (ValueError)"
+    triggers = ("Arguments", "Config")
+    required_triggers = ((exact_word("bf16"), exact_word("fp16")),)
+    valid = (
+        "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True, bf16=False)\n",
+        "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=args.fp16, bf16=args.bf16)\n",
+        "import torch\nfrom transformers import TrainingArguments\nkwargs = dict(fp16=True)\n"
+        "if torch.cuda.is_bf16_supported():\n    kwargs['bf16'] = True\n    kwargs['fp16'] = False\n"
+        "args = TrainingArguments('out', **kwargs)\n",
+    )
+    invalid = (
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True, bf16=True)\n"),
+        Invalid(
+            "import torch\nfrom transformers import TrainingArguments\nkwargs = {'fp16': True}\n"
+            "if torch.cuda.is_available():\n    kwargs['bf16'] = True\nargs = TrainingArguments('out', **kwargs)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        if name not in _TRAINER_ARGUMENTS:
+            return
+        states: dict[str, list[tuple[bool, str]]] = {"fp16": [], "bf16": []}  # (certain, where)
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in states:
+                states[arg.keyword.value].extend(self._keyword_states(arg.value))
+            elif arg.star == "**":
+                for key, found in self._unpacked(arg.value, node).items():
+                    states[key].extend(found)
+        if not (states["fp16"] and states["bf16"]):
+            return
+        certain = all(any(c for c, _ in states[key]) for key in states)
+        fp16, bf16 = (next((w for c, w in states[k] if c), states[k][0][1]) for k in ("fp16", "bf16"))
+        self.report(
+            node,
+            f"`{name}(...)` can get both fp16=True ({fp16}) and bf16=True ({bf16}): transformers raises"
+            " \"At most one of fp16 and bf16 can be True, but not both\"; turn the other one off where one is chosen",
+            confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+        )
+
+    def _keyword_states(self, value: cst.BaseExpression) -> list[tuple[bool, str]]:
+        if isinstance(value, cst.Name) and value.value == "True":
+            return [(True, f"`{self.ctx.code_for(value)}`")]
+        if isinstance(value, cst.IfExp) and any(isinstance(b, cst.Name) and b.value == "True" for b in (value.body, value.orelse)):
+            return [(False, f"`{self.ctx.code_for(value)}`")]
+        return [(False, s.describe()) for s in config_values.settings_of(self.ctx, value) if s.value is True]
+
+    def _unpacked(self, value: cst.BaseExpression, call: cst.Call) -> dict[str, list[tuple[bool, str]]]:
+        """The fp16/bf16 a ``**kwargs`` may carry: its dict literal or config section, and the
+        ``kwargs["bf16"] = True`` assignments of the same scope."""
+        found: dict[str, list[tuple[bool, str]]] = {}
+        name = dotted_name(value)
+        sources = [value]
+        if name is not None:
+            sources = [assigned for _, assigned in training_facts(self.ctx).assignments.get(name, ())] or sources
+        single = len(sources) == 1
+        for source in sources:
+            if isinstance(source, cst.Dict):
+                for element in source.elements:
+                    if isinstance(element, cst.DictElement) and _string(element.key) in ("fp16", "bf16"):
+                        for certain, where in self._keyword_states(element.value):
+                            found.setdefault(_string(element.key), []).append((certain and single, where))
+            elif isinstance(source, cst.Call) and dotted_name(source.func) == "dict":
+                for arg in source.args:
+                    if arg.keyword is not None and arg.keyword.value in ("fp16", "bf16"):
+                        for certain, where in self._keyword_states(arg.value):
+                            found.setdefault(arg.keyword.value, []).append((certain and single, where))
+            for key, settings in config_values.subtree_of(self.ctx, source).items():
+                if key in ("fp16", "bf16"):
+                    found.setdefault(key, []).extend((False, s.describe()) for s in settings if s.value is True)
+        if name is not None:
+            scope = self.ctx.enclosing(call, cst.FunctionDef)
+            for node in self.ctx.all_nodes:
+                if type(node) is not cst.Assign or self.ctx.enclosing(node, cst.FunctionDef) is not scope:
+                    continue
+                for target in node.targets:
+                    target = target.target
+                    if isinstance(target, cst.Subscript) and dotted_name(target.value) == name and len(target.slice) == 1 \
+                            and isinstance(target.slice[0].slice, cst.Index):
+                        key = _string(target.slice[0].slice.value)
+                        if key in ("fp16", "bf16"):
+                            branch = self.ctx.enclosing(node, cst.If)
+                            inside = branch is not None and self.ctx.enclosing(branch, cst.FunctionDef) is scope
+                            where = f"`{self.ctx.code_for(node).strip()}`, line {self.ctx.position(node).start.line}"
+                            if inside:
+                                where += f" when `{self.ctx.code_for(branch.test).strip()}`"
+                            other = "bf16" if key == "fp16" else "fp16"
+                            if inside and self._turns_off(branch, name, other):
+                                found.pop(other, None)  # the branch that turns one on turns the other off
+                                continue
+                            found.setdefault(key, []).extend(
+                                (certain and not inside, where) for certain, _ in self._keyword_states(node.value))
+        return found
+
+    def _turns_off(self, branch: cst.If, name: str, key: str) -> bool:
+        """``kwargs["fp16"] = False`` in the branch."""
+        text = self.ctx.code_for(branch.body)
+        return any(f"{name}[{quote}{key}{quote}] = False" in text for quote in ("'", '"'))
