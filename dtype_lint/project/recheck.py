@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import posixpath
+import re
 
 from dtype_lint.facts.config_values import Setting
 from dtype_lint.findings import Confidence, Finding, sort_findings
@@ -38,6 +39,7 @@ WORLD_RULES = frozenset({
 # only the overflowing ones (exp, pow, var, norm, prod) are reported under a world.
 BY_DESIGN_OPS = ("softmax", "log_softmax", "cumsum", "cumprod")
 LOW_ORDER = ("fp16", "bf16")
+ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")  # ``name = ...`` (for messages)
 # Rules about training a model in low precision: a model a helper returns cast is trained here.
 TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
 # Rules that judge what a loaded checkpoint holds (project/checkpoints.py): a half module run on
@@ -249,14 +251,19 @@ def _relative(where: str, base: str) -> str:
 
 def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
     """``with `training.mixed_precision = "bf16"` (config.toml:2)``: the settings whose last key
-    the finding's lines spell (else those the file spells first), at most two."""
-    spelled = "\n".join(lines[finding.line - 1: (finding.end_line or finding.line)])
+    is spelled on the finding's lines, on the lines its message cites (``since line 12``), or
+    where a name those lines use is assigned; else those the file spells first. At most two."""
+    cited = {finding.line + offset for offset in range((finding.end_line or finding.line) - finding.line + 1)}
+    cited |= {int(number) for number in re.findall(r"\bline (\d+)", finding.message)}
+    used = {word for number in cited if 0 < number <= len(lines) for word in re.findall(r"[A-Za-z_]\w*", lines[number - 1])}
+    cited |= {number for number, text in enumerate(lines, start=1)
+              if (match := ASSIGNED.match(text)) and match.group(1) in used}
+    spelled = "\n".join(lines[number - 1] for number in sorted(cited) if 0 < number <= len(lines))
     whole = "\n".join(lines)
     chosen = []
     for text in (spelled, whole):
-        for key, values in sorted(config.items(), key=lambda item: whole.find(item[0].rsplit(".", 1)[-1])):
-            name = key.rsplit(".", 1)[-1]
-            if name in text and (whole.find(name) >= 0):
+        for key, values in sorted(config.items(), key=lambda item: (whole.find(item[0].rsplit(".", 1)[-1]), item[0])):
+            if re.search(r"\b" + re.escape(key.rsplit(".", 1)[-1]) + r"\b", text):
                 chosen.extend(Setting(key.partition(":")[2], value, where) for value, where in values)
         if chosen:
             break

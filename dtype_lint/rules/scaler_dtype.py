@@ -15,6 +15,7 @@ from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Kind
 from dtype_lint.facts.training import (
     call_name,
+    calls_in,
     child_nodes,
     is_true,
     keyword,
@@ -273,6 +274,8 @@ class ScalerWithBf16(Rule):
                 confidence = Confidence.MEDIUM
             self.report(scaler, message, confidence=confidence, fix=self._fix(facts, scaler, known))
             return
+        if self._bf16_model_loss(scaler):
+            return
         if regions:
             return
         # No autocast region in sight: a framework set to bf16 autocast runs it for the scaler's loss.
@@ -300,6 +303,44 @@ class ScalerWithBf16(Rule):
             )
             self.report(scaler, message, confidence=Confidence.HIGH)
             return
+
+    def _bf16_model_loss(self, scaler: cst.Call) -> bool:
+        """Report (and say so) when the loss this scaler scales is computed, in the scaler's own
+        function, by a module the flow knows is bfloat16 (``model = model.to(torch.bfloat16)``;
+        ``loss = model(**batch)["loss"]``; ``scaler.scale(loss).backward()``): its parameters'
+        gradients are bf16 whatever the autocast dtype."""
+        assign = self.ctx.enclosing(scaler, cst.Assign)
+        if assign is None or len(assign.targets) != 1:
+            return False
+        name = dotted_name(assign.targets[0].target)
+        function = self.ctx.enclosing(scaler, cst.FunctionDef)
+        facts = training_facts(self.ctx)
+        for event in self.ctx.scaler.events:
+            if event.kind is not Kind.SCALED_BACKWARD or event.scaler != name or event.function is not function:
+                continue
+            for call in calls_in(event.statement):
+                if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "scale" and call.args):
+                    continue
+                loss = dotted_name(call.args[0].value)
+                for statement, value in facts.assignments.get(loss or "", ()):
+                    if self.ctx.enclosing(statement, cst.FunctionDef) is not function:
+                        continue
+                    for forward in calls_in(value):
+                        module = self.ctx.flow.value_of(forward.func)
+                        if module is None or module.kind != "module" or module.dtype != "bf16" or module.role == "peft":
+                            continue
+                        conditional = self._built_conditionally(scaler) or not module.certain
+                        self.report(
+                            scaler,
+                            f"{_scaler_phrase(self.ctx, scaler)} is enabled but the loss it scales (line"
+                            f" {_line(self.ctx, call)}) comes from `{self.ctx.code_for(forward.func)}`, which is bfloat16"
+                            f" {module.since('bf16')}: its gradients are bf16, which need no loss scaling and CUDA cannot"
+                            " unscale (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not implemented for"
+                            " 'BFloat16'); enable the scaler only for float16 parameters",
+                            confidence=Confidence.MEDIUM if conditional else Confidence.HIGH,
+                        )
+                        return True
+        return False
 
     def _fix(self, facts, scaler: cst.Call, known) -> Fix | None:
         if not is_grad_scaler(self.ctx.names, scaler):

@@ -14,7 +14,7 @@ import dataclasses
 
 import libcst as cst
 
-from dtype_lint.facts import amp, precision_sources
+from dtype_lint.facts import amp, config_values, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
@@ -1597,6 +1597,11 @@ class Interpreter:
                 if text is not None:
                     word = lib.DTYPE_WORDS.get(text)
                     return make(DTYPE, (word,), self.origin(node)) if word else make(DTYPE)
+                # ``getattr(torch, cfg.architecture.backbone_dtype)``: the dtype names the config gives
+                words = [lib.DTYPE_WORDS.get(s.value) if isinstance(s.value, str) else None
+                         for s in config_values.settings_of(self.ctx, node.args[1].value)]
+                if words and all(words):
+                    return make(DTYPE, tuple(sorted(set(words))), self.origin(node))
                 return make(DTYPE)
             return None
         if name.endswith("tokenizer") or name.endswith("processor"):
