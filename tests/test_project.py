@@ -5,6 +5,7 @@ whole-program analysis adds with ``# expect-project: DTLxxx`` (file-local findin
 ``# expect:``, which tests/test_fixtures.py checks file by file).
 """
 
+import posixpath
 import re
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ from conftest import FIXTURES, run_cli
 from dtype_lint import engine
 from dtype_lint.cache import Cache
 from dtype_lint.config import Settings
+from dtype_lint.discover import discover_data
 from dtype_lint.project import recheck
 from dtype_lint.project.summary import summarize_tree
 from dtype_lint.project.worlds import Project, module_names
@@ -26,6 +28,11 @@ MARK = re.compile(r"#\s*expect(?:-project)?:\s*(?P<codes>DTL\d{3}(?:\s*,\s*DTL\d
 
 def _files(folder: Path) -> list[tuple[str, str]]:
     return [(p.relative_to(folder).as_posix(), str(p)) for p in sorted(folder.rglob("*.py"))]
+
+
+def _data(folder: Path) -> list[tuple[str, str]]:
+    """The folder's config data files, as the CLI finds them (dtype_lint/project/data_files.py)."""
+    return [(posixpath.relpath(fs_path, folder), fs_path) for _, fs_path in discover_data([str(folder)], Settings())]
 
 
 def _expected(folder: Path) -> set[tuple[str, str, int]]:
@@ -40,7 +47,7 @@ def _expected(folder: Path) -> set[tuple[str, str, int]]:
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
 def test_project_fixture_findings_match_expectations(folder):
-    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True, data=_data(folder))
     assert not [e for r in reports for e in r.internal_errors]
     actual = {(r.path, f.code, f.line) for r in reports for f in r.findings}
     assert sorted(actual) == sorted(_expected(folder)), [f.message for r in reports for f in r.findings]

@@ -57,9 +57,12 @@ def settings_of(ctx, expr: cst.BaseExpression | None) -> list[Setting]:
     if not known or expr is None:
         return []
     found: list[Setting] = []
+    seen: set = set()
     for key in _keys(ctx, expr, 0):
         for value, where in known.get(key, ()):
-            found.append(Setting(key.partition(":")[2], value, where))
+            if (repr(value), where) not in seen:  # one definition reached through two imports
+                seen.add((repr(value), where))
+                found.append(Setting(key.partition(":")[2], value, where))
     _remember(ctx, found)
     return found
 
@@ -146,7 +149,8 @@ def _roots(ctx, root: cst.BaseExpression, depth: int) -> list[str]:
         if ctx.names.matches(root.func, *LOADERS):
             return ["data:"]
         name = dotted_name(root.func)
-        return [f"py:{name}"] if name and _known_prefix(ctx, f"py:{name}.") else []
+        # ``TrainConfig()``: the class's defaults (arguments may override any of them)
+        return [f"py:{name}"] if name and not root.args and _known_prefix(ctx, f"py:{name}.") else []
     name = dotted_name(root)
     if name is None:
         return []

@@ -21,6 +21,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import (
     AUTOCAST,
+    DTYPE_NAMES,
     AutocastInfo,
     autocast_info,
     dtype_literal,
@@ -361,6 +362,11 @@ class TrainingFacts:
             return {literal}
         if isinstance(expr, cst.IfExp):
             return self.dtype_choices(expr.body, depth + 1) | self.dtype_choices(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Call) and call_name(expr) == "getattr" and len(expr.args) == 2 \
+                and self.ctx.names.resolve_dotted(dotted_name(expr.args[0].value) or "") == ("torch",):
+            # ``getattr(torch, cfg.dtype)``: the dtype names the string may hold
+            names = self.string_choices(expr.args[1].value, depth + 1)
+            return {DTYPE_NAMES[f"torch.{name}"] for name in names if f"torch.{name}" in DTYPE_NAMES}
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
             # nanoGPT: ``{'float32': torch.float32, 'bfloat16': torch.bfloat16}[dtype]``; when
             # the key's string values are known only their entries count.

@@ -264,7 +264,8 @@ def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
     for text in (spelled, whole):
         for key, values in sorted(config.items(), key=lambda item: (whole.find(item[0].rsplit(".", 1)[-1]), item[0])):
             if re.search(r"\b" + re.escape(key.rsplit(".", 1)[-1]) + r"\b", text):
-                chosen.extend(Setting(key.partition(":")[2], value, where) for value, where in values)
+                chosen.extend(Setting(key.partition(":")[2], value, where) for value, where in values
+                              if all((value, where) != (s.value, s.where) for s in chosen))
         if chosen:
             break
     if not chosen:

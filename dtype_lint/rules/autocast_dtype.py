@@ -8,6 +8,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import config_values
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
 from dtype_lint.facts.deliberate import is_test_file, requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
@@ -352,6 +353,10 @@ class Bf16Unchecked(Rule):
         bf16 = keyword(call, "bf16")
         if is_true(bf16) and (name.endswith("Arguments") or name.endswith("Config")):
             return bf16, f"`{name}(bf16=True)` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
+        settings = config_values.settings_of(self.ctx, bf16) if bf16 is not None else []
+        if any(s.value is True for s in settings) and (name.endswith("Arguments") or name.endswith("Config")):
+            # ``bf16=cfg.bf16`` with ``bf16: true`` in a config file (or a config class's default)
+            return bf16, f"`{name}(bf16={self.ctx.code_for(bf16)})` trains in bfloat16", TRAINER_FAILS, Confidence.MEDIUM
         if name == "Accelerator" and not is_true(keyword(call, "cpu")):
             found = self._bf16_choice(facts, keyword(call, "mixed_precision"), "bf16")
             if found is not None:

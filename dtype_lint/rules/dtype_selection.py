@@ -584,7 +584,7 @@ class Fp16AndBf16(Rule):
         states: dict[str, list[tuple[bool, str]]] = {"fp16": [], "bf16": []}  # (certain, where)
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in states:
-                states[arg.keyword.value].extend(self._keyword_states(arg.value))
+                states[arg.keyword.value].extend(self._keyword_states(arg.value, arg.keyword.value))
             elif arg.star == "**":
                 for key, found in self._unpacked(arg.value, node).items():
                     states[key].extend(found)
@@ -599,11 +599,13 @@ class Fp16AndBf16(Rule):
             confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
         )
 
-    def _keyword_states(self, value: cst.BaseExpression) -> list[tuple[bool, str]]:
+    def _keyword_states(self, value: cst.BaseExpression, key: str = "") -> list[tuple[bool, str]]:
+        """(on every path, where) for a value that is True on some path."""
+        spelled = f"`{key}={self.ctx.code_for(value).strip()}`"
         if isinstance(value, cst.Name) and value.value == "True":
-            return [(True, f"`{self.ctx.code_for(value)}`")]
+            return [(True, spelled)]
         if isinstance(value, cst.IfExp) and any(isinstance(b, cst.Name) and b.value == "True" for b in (value.body, value.orelse)):
-            return [(False, f"`{self.ctx.code_for(value)}`")]
+            return [(False, spelled)]
         return [(False, s.describe()) for s in config_values.settings_of(self.ctx, value) if s.value is True]
 
     def _unpacked(self, value: cst.BaseExpression, call: cst.Call) -> dict[str, list[tuple[bool, str]]]:
@@ -619,12 +621,12 @@ class Fp16AndBf16(Rule):
             if isinstance(source, cst.Dict):
                 for element in source.elements:
                     if isinstance(element, cst.DictElement) and _string(element.key) in ("fp16", "bf16"):
-                        for certain, where in self._keyword_states(element.value):
+                        for certain, where in self._keyword_states(element.value, _string(element.key)):
                             found.setdefault(_string(element.key), []).append((certain and single, where))
             elif isinstance(source, cst.Call) and dotted_name(source.func) == "dict":
                 for arg in source.args:
                     if arg.keyword is not None and arg.keyword.value in ("fp16", "bf16"):
-                        for certain, where in self._keyword_states(arg.value):
+                        for certain, where in self._keyword_states(arg.value, arg.keyword.value):
                             found.setdefault(arg.keyword.value, []).append((certain and single, where))
             for key, settings in config_values.subtree_of(self.ctx, source).items():
                 if key in ("fp16", "bf16"):
@@ -644,7 +646,7 @@ class Fp16AndBf16(Rule):
                             inside = branch is not None and self.ctx.enclosing(branch, cst.FunctionDef) is scope
                             where = f"`{self.ctx.code_for(node).strip()}`, line {self.ctx.position(node).start.line}"
                             if inside:
-                                where += f" when `{self.ctx.code_for(branch.test).strip()}`"
+                                where += f", when `{self.ctx.code_for(branch.test).strip()}`"
                             other = "bf16" if key == "fp16" else "fp16"
                             if inside and self._turns_off(branch, name, other):
                                 found.pop(other, None)  # the branch that turns one on turns the other off

@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import precision_sources
+from dtype_lint.facts import config_values, precision_sources
 from dtype_lint.facts.amp import dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
@@ -44,7 +44,13 @@ def scaler_enabled(ctx, call: cst.Call) -> tuple[bool | None, cst.BaseExpression
         node = positional(call, position)
     if node is None:
         return True, None
-    return literal_bool(node), node
+    literal = literal_bool(node)
+    if literal is None:
+        # ``enabled=conf["train"]["use_amp"]``: on in every configuration the config files give
+        settings = config_values.settings_of(ctx, node)
+        if settings and all(s.value is True for s in settings):
+            return True, node
+    return literal, node
 
 
 def _scaler_phrase(ctx, scaler: cst.Call) -> str:
