@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.amp import dtype_literal, literal_string
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import walk
@@ -244,6 +245,8 @@ DOCUMENTED = ("t5", "flan-t5", "mt5", "byt5", "long-t5", "ul2", "flan-ul2", "t0"
 # Other bfloat16-pretrained families: overflow is possible but not documented per checkpoint.
 BF16_TRAINED = ("llama-3", "meta-llama-3", "mistral", "mixtral", "qwen2", "qwen3", "falcon", "bloom", "phi-3", "deepseek", "olmo")
 LOADERS = frozenset({"from_pretrained"})
+# Language model classes (their checkpoints are mostly bfloat16-pretrained nowadays).
+LANGUAGE_MODELS = ("ForCausalLM", "ForSeq2SeqLM", "ForConditionalGeneration", "LMHeadModel")
 
 
 def _family(model_id: str) -> tuple[str, bool] | None:
@@ -267,7 +270,10 @@ class Fp16OnBf16Pretrained(Rule):
     on such a model. Medium confidence for families whose float16 overflow is documented (T5,
     mT5, Flan-T5, ByT5, UL2, T0, Gemma); low confidence (hidden by default) for other
     bfloat16-trained families (Llama 3, Mistral, Qwen2, Falcon, BLOOM...), since whether a given
-    checkpoint's activations leave float16's range can only be known from running it.
+    checkpoint's activations leave float16's range can only be known from running it. A
+    language model class (`AutoModelForCausalLM`, `*ForSeq2SeqLM`...) loaded from a run-time id
+    with float16 hard-coded is low confidence too: any checkpoint, bf16-pretrained ones included,
+    runs in float16.
 
     ## Why is this bad?
     Weights trained in bfloat16 produce activations up to float32's range; in float16 anything
@@ -304,6 +310,9 @@ class Fp16OnBf16Pretrained(Rule):
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf', torch_dtype=torch.float16)\n",
         "from transformers import T5ForConditionalGeneration\nmodel = T5ForConditionalGeneration.from_pretrained('t5-base')\n",
+        # a run-time checkpoint in its own dtype
+        "from transformers import AutoModelForCausalLM\n"
+        "def load(model_id):\n    return AutoModelForCausalLM.from_pretrained(model_id, torch_dtype='auto')\n",
     )
     invalid = (
         Invalid(
@@ -317,6 +326,10 @@ class Fp16OnBf16Pretrained(Rule):
         Invalid(
             "import torch\nfrom transformers import AutoModelForCausalLM\n"
             "model = AutoModelForCausalLM.from_pretrained('meta-llama/Meta-Llama-3-8B', dtype=torch.float16)\n"
+        ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModelForCausalLM\n"
+            "def load(model_id):\n    return AutoModelForCausalLM.from_pretrained(model_id, torch_dtype=torch.float16)\n"
         ),
     )
 
@@ -362,13 +375,31 @@ class Fp16OnBf16Pretrained(Rule):
         return value.only(FP16)
 
     def _loaded(self, node: cst.Call, model_id) -> None:
-        if model_id is None:
-            return
         dtype = argument(node, "torch_dtype", None) or argument(node, "dtype", None)
+        if model_id is None:
+            self._run_time_checkpoint(node, dtype)
+            return
         certain = self._fp16(dtype.value if dtype is not None else None)
         if certain is None:
             return
         self._report(node, model_id, certain, f"`{dtype.keyword.value}={self.ctx.code_for(dtype.value).strip()}`")
+
+    def _run_time_checkpoint(self, node: cst.Call, dtype: cst.Arg | None) -> None:
+        """A language model class loaded from a run-time id with float16 hard-coded: whatever
+        checkpoint is given runs in float16, bf16-pretrained ones too (low confidence)."""
+        loader = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
+        if dtype is None or loader is None or not loader.rsplit(".", 1)[-1].endswith(LANGUAGE_MODELS):
+            return
+        if not (dtype_literal(self.ctx.names, dtype.value) == "float16" or literal_string(dtype.value) == "float16"):
+            return
+        self.report(
+            node,
+            f"`{loader}.from_pretrained(...)` loads whatever checkpoint it is given in float16"
+            f" (`{dtype.keyword.value}={self.ctx.code_for(dtype.value).strip()}`): checkpoints pretrained in bfloat16"
+            " (Llama 3, Qwen, Mistral, Gemma, T5) can exceed float16's 65504 and give inf/NaN;"
+            f" use `{dtype.keyword.value}=\"auto\"` (the checkpoint's own dtype) or bfloat16",
+            confidence=Confidence.LOW,
+        )
 
     def _cast(self, node: cst.Call, shape) -> None:
         if not isinstance(shape.receiver, cst.Name):
