@@ -56,6 +56,11 @@ def settings_of(ctx, expr: cst.BaseExpression | None) -> list[Setting]:
     known = table(ctx)
     if not known or expr is None:
         return []
+    from dtype_lint.facts.training import training_facts
+
+    spelled = dotted_name(expr)
+    if spelled is not None and spelled in training_facts(ctx).assignments:
+        return []  # ``cfg.fp16 = args.fp16``: the file sets it itself
     found: list[Setting] = []
     seen: set = set()
     for key in _keys(ctx, expr, 0):

@@ -364,8 +364,10 @@ class TrainingFacts:
             return self.dtype_choices(expr.body, depth + 1) | self.dtype_choices(expr.orelse, depth + 1)
         if isinstance(expr, cst.Call) and call_name(expr) == "getattr" and len(expr.args) == 2 \
                 and self.ctx.names.resolve_dotted(dotted_name(expr.args[0].value) or "") == ("torch",):
-            # ``getattr(torch, cfg.dtype)``: the dtype names the string may hold
-            names = self.string_choices(expr.args[1].value, depth + 1)
+            # ``getattr(torch, name)``: the dtype names the string may hold in this file. (Not a
+            # config setting's: an autocast dtype read from a config is the run's own choice; the
+            # flow still follows it, for what a bf16 model then meets.)
+            names = self.string_choices(expr.args[1].value, depth + 1, config=False)
             return {DTYPE_NAMES[f"torch.{name}"] for name in names if f"torch.{name}" in DTYPE_NAMES}
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
             # nanoGPT: ``{'float32': torch.float32, 'bfloat16': torch.bfloat16}[dtype]``; when
@@ -411,27 +413,28 @@ class TrainingFacts:
         argument = keyword(call, "dtype")
         return self.dtype_from_default(argument if argument is not None else positional(call, 1))
 
-    def string_choices(self, expr: cst.BaseExpression, depth: int = 0) -> set[str]:
-        """The string literals ``expr`` may hold (empty when any assignment is not one)."""
+    def string_choices(self, expr: cst.BaseExpression, depth: int = 0, config: bool = True) -> set[str]:
+        """The string literals ``expr`` may hold (empty when any assignment is not one);
+        ``config``: also the strings the config settings it reads may hold."""
         if depth > 4:
             return set()
         value = string_value(expr)
         if value is not None:
             return {value}
         if isinstance(expr, cst.Call) and call_name(expr) == "device" and len(expr.args) == 1:
-            return self.string_choices(expr.args[0].value, depth + 1)  # torch.device("cpu")
+            return self.string_choices(expr.args[0].value, depth + 1, config)  # torch.device("cpu")
         if isinstance(expr, cst.IfExp):
-            body, orelse = self.string_choices(expr.body, depth + 1), self.string_choices(expr.orelse, depth + 1)
+            body, orelse = self.string_choices(expr.body, depth + 1, config), self.string_choices(expr.orelse, depth + 1, config)
             return body | orelse if body and orelse else set()
         text = target_text(expr)
         if text is None or text not in self.assignments:
             # ``config["training"]["mixed_precision"]``: the strings the config files give the key
-            settings = config_values.settings_of(self.ctx, expr)
+            settings = config_values.settings_of(self.ctx, expr) if config else []
             return {s.value for s in settings if isinstance(s.value, str)} if settings and all(
                 isinstance(s.value, str) for s in settings) else set()
         found: set[str] = set()
         for _, value_node in self.assignments[text]:
-            choices = self.string_choices(value_node, depth + 1)
+            choices = self.string_choices(value_node, depth + 1, config)
             if not choices:
                 return set()
             found |= choices

@@ -258,6 +258,8 @@ class Project:
             settings: dict[str, list] = {}
             if summary.get("config_loads") and data:
                 settings.update((f"data:{key}", values) for key, values in data.items())
+            for key, (value, line) in sorted(summary.get("values", {}).items()):
+                settings.setdefault(f"py:{key}", []).append([value, f"{path}:{line}"])  # the file's own objects
             for local, targets in sorted(summary["imports"].items()):
                 for target in targets:
                     absolute = self._absolute(path, target)
