@@ -226,7 +226,12 @@ class Bf16Unchecked(Rule):
     Flags bfloat16 training or loading on a GPU in a file that never checks the GPU supports it:
     `torch.autocast("cuda", dtype=torch.bfloat16)` (also via a config string, as in nanoGPT's
     `dtype = 'bfloat16'`), `TrainingArguments(bf16=True)`, `Accelerator(mixed_precision="bf16")`,
-    Lightning's `precision="bf16-mixed"`, and `from_pretrained(dtype=torch.bfloat16)`. A call to
+    Lightning's `precision="bf16-mixed"`, and `from_pretrained(dtype=torch.bfloat16)`. The
+    framework settings may come from a config file or object the project reads
+    (`Accelerator(mixed_precision=config["training"]["mixed_precision"])` with
+    `mixed_precision = "bf16"` in config.toml, `TrainingArguments(bf16=opts.bf16)` with a
+    dataclass default `bf16: bool = True`): medium confidence, the message naming the setting. A
+    call to
     `torch.cuda.is_bf16_supported()` (or transformers' `is_torch_bf16_gpu_available`, accelerate's
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
     check; TPU scripts (`torch_xla`), CPU autocast and `Accelerator(cpu=True)` are never flagged,

@@ -89,7 +89,12 @@ class ScalerWithBf16(Rule):
     so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
     `precision="bf16-mixed"`).
     A config-driven dtype with a scaler built only under a condition (often the same flag that
-    picks float16) is low confidence: the rule does not relate the two conditions.
+    picks float16) is low confidence: the rule does not relate the two conditions. Whatever the
+    autocast dtype, a scaler whose scaled loss (in its own function) is computed by a module the
+    dtype flow knows is bfloat16 is flagged too (`model = model.to(getattr(torch,
+    cfg.backbone_dtype))` with `backbone_dtype="bfloat16"` in a config object, h2o-llmstudio#628):
+    bf16 parameters have bf16 gradients. `enabled=` read from a config setting that is true in
+    every config file counts as enabled.
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
