@@ -17,6 +17,7 @@ import dataclasses
 
 import libcst as cst
 
+from . import config_values
 from .amp import literal_bool, literal_string
 from .names import ImportTable, dotted_name
 from .training import keyword, walk
@@ -251,12 +252,16 @@ def _flag_choices(nodes: list[cst.CSTNode]) -> dict[str, tuple]:
     return table
 
 
-def _value_choices(value_node: cst.BaseExpression, flags: dict[str, tuple]) -> tuple[tuple, bool]:
+def _value_choices(value_node: cst.BaseExpression, flags: dict[str, tuple], settings=None) -> tuple[tuple, bool]:
     """The literal values an argument may take, and whether it is one of several (conditional):
-    a literal; a ternary of literals; an argparse flag's choices and default (``args.precision``)."""
+    a literal; a ternary of literals; an argparse flag's choices and default (``args.precision``);
+    the values config files give the setting it reads (``settings``: expression -> values)."""
     value = _literal(value_node)
     if value is not None:
         return (value,), False
+    configured = tuple(settings(value_node)) if settings is not None else ()
+    if configured:
+        return configured, True
     if isinstance(value_node, cst.IfExp):
         branches = (_literal(value_node.body), _literal(value_node.orelse))
         return tuple(b for b in branches if b is not None), True
@@ -268,7 +273,7 @@ def _value_choices(value_node: cst.BaseExpression, flags: dict[str, tuple]) -> t
     return (), False
 
 
-def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]):
+def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple], settings=None):
     method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
     for source in CATALOG:
         if not (names.matches(call.func, *source.callables) or (method is not None and method in source.callables)):
@@ -277,14 +282,15 @@ def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]
         if value_node is None:
             continue
         if source.argument not in ("torch_dtype", "dtype"):
-            values, chosen = _value_choices(value_node, flags)
+            values, chosen = _value_choices(value_node, flags, settings)
             if chosen:  # several values: each one a reachable configuration
                 seen = set()
                 for value in values:
                     effect = source.effects.get(value)
                     if effect is not None and effect not in seen:
                         seen.add(effect)
-                        description = f"`{source.argument}={cst.Module([]).code_for_node(value_node)}` (\"{value}\" on some runs)"
+                        shown = f'"{value}"' if isinstance(value, str) else value
+                        description = f"`{source.argument}={cst.Module([]).code_for_node(value_node)}` ({shown} on some runs)"
                         yield Found(source.framework, call, dataclasses.replace(effect, conditional=True), description,
                                     value_node)
                 continue
@@ -355,15 +361,20 @@ def _dtype_choice(node: cst.IfExp) -> Found | None:
 _LAST: list = [None, []]  # (tree, its sources): files are checked one at a time per process
 
 
-def sources_in(module: cst.Module, names: ImportTable | None = None) -> list[Found]:
+def sources_in(module: cst.Module, names: ImportTable | None = None, ctx=None) -> list[Found]:
     """Every precision source of ``module``, in source order (one walk of the fields, no visitor;
-    remembered for the last tree, as several rules and the flow ask)."""
+    remembered for the last tree, as several rules and the flow ask). ``ctx``: the file's
+    context, whose config settings (facts/config_values.py) a source's argument may read."""
     if _LAST[0] is not module:
-        _LAST[:] = [module, _find(module, names if names is not None else ImportTable.from_module(module))]
+        settings = None
+        if ctx is not None and config_values.table(ctx):
+            def settings(node):
+                return [s.value for s in config_values.settings_of(ctx, node)]
+        _LAST[:] = [module, _find(module, names if names is not None else ImportTable.from_module(module), settings)]
     return _LAST[1]
 
 
-def _find(module: cst.Module, names: ImportTable) -> list[Found]:
+def _find(module: cst.Module, names: ImportTable, settings=None) -> list[Found]:
     # One walk collects the candidates; the run-time settings (argparse flags, compared literals)
     # must all be known before the calls that read them are matched, wherever they are defined.
     candidates: list[cst.CSTNode] = []
@@ -381,7 +392,7 @@ def _find(module: cst.Module, names: ImportTable) -> list[Found]:
                     and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ARGUMENT_PARSERS:
                 parsers[dotted_name(node.targets[0].target) or ""] = node.value
         elif kind is cst.Call:
-            found.extend(_catalog_matches(names, node, flags))
+            found.extend(_catalog_matches(names, node, flags, settings))
             found.extend(_parsed_training_arguments(node, parsers))
             flag = _flag(node)
             if flag is not None:

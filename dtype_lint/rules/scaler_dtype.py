@@ -206,7 +206,7 @@ class ScalerWithBf16(Rule):
         """A bf16 model trained by a framework whose fp16 mode makes its own GradScaler."""
         if not any(call_name(call) in TRAINS_MODEL for call in facts.calls):
             return
-        found = precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        found = precision_sources.sources_in(self.ctx.module, self.ctx.names, self.ctx)
         scaling = [f for f in found if f.effect.scaler and f.effect.autocast == "fp16" and f.framework in TRAINS_MODEL.values()]
         for call in facts.calls:
             framework = TRAINS_MODEL.get(call_name(call))
@@ -290,7 +290,7 @@ class ScalerWithBf16(Rule):
         if regions:
             return
         # No autocast region in sight: a framework set to bf16 autocast runs it for the scaler's loss.
-        framework_bf16 = [f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        framework_bf16 = [f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names, self.ctx)
                           if f.effect.autocast == "bf16" and not f.effect.conditional]
         if framework_bf16:
             source = framework_bf16[0]
@@ -569,7 +569,7 @@ class Fp16TrainableParams(Rule):
                 return f"`{name}(fp16=True)` (line {_line(self.ctx, call)})"
             if name == "Accelerator" and string_value(keyword(call, "mixed_precision")) == "fp16":
                 return f"`Accelerator(mixed_precision=\"fp16\")` (line {_line(self.ctx, call)})"
-        sources = precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        sources = precision_sources.sources_in(self.ctx.module, self.ctx.names, self.ctx)
         for source in sources:
             if source.framework == "lightning" and source.effect.scaler and not source.effect.conditional:
                 return f"Lightning's {source.description} (line {_line(self.ctx, source.node)})"
@@ -578,7 +578,7 @@ class Fp16TrainableParams(Rule):
     def _conditional_loss_scaling(self) -> str | None:
         """A framework that makes a GradScaler on some runs only (``Accelerator(mixed_precision=
         args.mixed_precision)`` whose flag offers "fp16"): the precision catalog's conditional sources."""
-        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names):
+        for source in precision_sources.sources_in(self.ctx.module, self.ctx.names, self.ctx):
             if source.effect.scaler and source.effect.conditional and source.framework in SCALING_FRAMEWORKS:
                 return f"{source.description} (line {_line(self.ctx, source.node)})"
         return None

@@ -228,7 +228,7 @@ class ClipBeforeUnscale(_ScalerRule):
             return
         if not any(e.kind is Kind.OPTIMIZER_STEP and e.order > clip.order for e in events):
             return
-        source = next((f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names)
+        source = next((f for f in precision_sources.sources_in(self.ctx.module, self.ctx.names, self.ctx)
                        if f.framework == "accelerate" and f.effect.scaler and not f.effect.conditional), None)
         if source is None:
             return

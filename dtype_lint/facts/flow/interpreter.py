@@ -1306,7 +1306,7 @@ class Interpreter:
         if value is None or value.kind != MODULE:
             return value
         if self._accelerate_autocast is None:
-            found = precision_sources.sources_in(self.ctx.module, self.names)
+            found = precision_sources.sources_in(self.ctx.module, self.names, self.ctx)
             self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or ""
         return value.replace(autocast=self._accelerate_autocast) if self._accelerate_autocast else value
 
