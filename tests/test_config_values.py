@@ -173,3 +173,17 @@ def test_flake8_stays_file_local(tmp_path):
     result = subprocess.run([sys.executable, "-m", "flake8", "--select=DTL", "train.py"], capture_output=True,
                             text=True, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == "", result.stdout + result.stderr
+
+
+def test_config_class_defaults_reach_training_arguments_across_files(tmp_path):
+    _write(tmp_path, "opts.py", "from dataclasses import dataclass\n\n\n@dataclass\nclass Opts:\n"
+                                "    fp16: bool = True\n    bf16: bool = True\n")
+    _write(tmp_path, "train.py", "import torch\nfrom transformers import TrainingArguments\n\nfrom opts import Opts\n\n\n"
+                                 "def build():\n    o = Opts()\n    return TrainingArguments('out', fp16=o.fp16, bf16=o.bf16)\n\n\n"
+                                 "def overridden():\n    o = Opts(bf16=False)\n    return TrainingArguments('out', fp16=o.fp16, bf16=o.bf16)\n")
+    result = run_cli("check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    findings = json.loads(result.stdout)
+    assert sorted((f["code"], f["line"], f["confidence"]) for f in findings) == [
+        ("DTL203", 9, "medium"), ("DTL710", 9, "medium")]
+    (both,) = [f for f in findings if f["code"] == "DTL710"]
+    assert "`Opts.fp16 = true` (opts.py:6)" in both["message"] and "`Opts.bf16 = true` (opts.py:7)" in both["message"]

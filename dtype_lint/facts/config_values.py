@@ -161,7 +161,10 @@ def _roots(ctx, root: cst.BaseExpression, depth: int) -> list[str]:
         return []
     if _known_prefix(ctx, f"py:{name}."):
         found.append(f"py:{name}")
-    for _, value in training_facts(ctx).assignments.get(name, ()):
+    scope = ctx.enclosing(root, cst.FunctionDef)
+    for statement, value in training_facts(ctx).assignments.get(name, ()):
+        if ctx.enclosing(statement, cst.FunctionDef) not in (scope, None):
+            continue  # a name of another function
         for key in _keys(ctx, value, depth + 1) or _roots(ctx, value, depth + 1):
             if key not in found:
                 found.append(key)
