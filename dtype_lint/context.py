@@ -12,7 +12,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from dtype_lint.config import Settings
-from dtype_lint.facts.names import ImportTable
+from dtype_lint.facts.names import ImportTable, NameBindings
 
 
 class FileContext:
@@ -101,6 +101,12 @@ class FileContext:
         """``(enter, exit)`` numbers of ``node`` in a source-order walk: node A ends before node B
         starts exactly when ``exit(A) < enter(B)``."""
         return self._source_order[node]
+
+    @functools.cached_property
+    def bindings(self) -> NameBindings:
+        """Where the file binds plain names other than by import (asked for by fixes that rewrite
+        a call through a name, and by DTL201's value uses)."""
+        return NameBindings(self.all_nodes, self.names)
 
     @functools.cached_property
     def flow(self):

@@ -24,13 +24,13 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, TEST_CACHE
 from dtype_lint.config import load_settings
 from dtype_lint.fixer import FixOptions, fix_bytes
 from dtype_lint.source import decode
 
 PEFT_VERSION = "0.13.2"
-CACHE = Path(os.environ.get("DTYPE_LINT_TEST_CACHE", Path.home() / ".cache" / "dtype-lint-tests"))
+CACHE = TEST_CACHE
 TARGET_456 = 'target-transformers = "4.56"\n'
 
 

@@ -159,15 +159,29 @@ DEEP = {
 }
 
 
+def _deep_file_name(name: str) -> str:
+    return name.replace(" ", "_") + ".py"
+
+
+@pytest.fixture(scope="module")
+def deep_run(tmp_path_factory):
+    """Every shape as its own file, checked by one run of the real CLI (one start-up, not one per
+    shape): deep nesting can overflow libcst's native parser (a segfault), so it runs as users do,
+    in a process of its own. Each test below asserts on its own file's findings."""
+    folder = tmp_path_factory.mktemp("deep")
+    for name, body in DEEP.items():
+        (folder / _deep_file_name(name)).write_text("import torch\n" + body + "scaler = torch.cuda.amp.GradScaler()\n")
+    result = run_cli("check", "--format", "json", "--no-cache", ".", cwd=folder)
+    return folder, result
+
+
 @pytest.mark.parametrize("name", sorted(DEEP))
-def test_pathological_shapes_in_a_subprocess(name, tmp_path):
-    """Deep nesting can overflow libcst's native parser (a segfault): run it as users do."""
-    path = tmp_path / "deep.py"
-    path.write_text("import torch\n" + DEEP[name] + "scaler = torch.cuda.amp.GradScaler()\n")
-    result = run_cli("check", "--format", "json", "--no-cache", "deep.py", cwd=tmp_path)
+def test_pathological_shapes_in_a_subprocess(name, deep_run):
+    folder, result = deep_run
+    path = folder / _deep_file_name(name)
     assert result.returncode in (0, 1), (result.returncode, result.stderr[-2000:])
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
-    codes = {item["code"] for item in json.loads(result.stdout)}
+    codes = {item["code"] for item in json.loads(result.stdout) if item["path"] == path.name}
     if python_refuses(path.read_bytes()):
         assert PARSE_ERROR in codes
     else:  # either checked (the deprecated API below is found) or declared uncheckable

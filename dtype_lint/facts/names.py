@@ -154,3 +154,85 @@ class ImportTable:
             for targets in self._bindings.values()
             for target in targets
         )
+
+
+def _names_in_target(target: cst.BaseExpression) -> list[str]:
+    """The plain names an assignment target binds: ``a``, ``a, (b, *c)``; not ``a.b`` or ``a[0]``."""
+    if type(target) is cst.Name:
+        return [target.value]
+    if type(target) is cst.StarredElement:
+        return _names_in_target(target.value)
+    if type(target) in (cst.Tuple, cst.List):
+        return [name for element in target.elements for name in _names_in_target(element.value)]
+    return []
+
+
+class NameBindings:
+    """Where the file binds plain names other than by an import the table resolved: assignments,
+    loop and ``with``/``except`` targets, parameters, ``def``/``class``, walrus, relative imports.
+
+    A fix that rewrites a call through a local name (``scaler_type(...)`` to
+    ``torch.amp.GradScaler("cuda", ...)``) is safe only when that name means one API wherever the
+    file binds it; mmengine binds ``scaler_type = GradScaler`` in one branch and
+    ``scaler_type = ShardedGradScaler`` in another. Bindings are collected for the whole file, a
+    superset of any one scope: a fix may be withheld needlessly, never offered wrongly.
+    """
+
+    def __init__(self, nodes: list[cst.CSTNode], imports: ImportTable) -> None:
+        self._imports = imports
+        # local name -> the value of each binding: an expression for ``name = value``, None where
+        # the value is not one expression (a loop target, a parameter, a def, a tuple target).
+        self._values: dict[str, list[cst.BaseExpression | None]] = {}
+        # Names that are the whole target of an ``=`` (``fallback = autocast``), as DTL201 asks.
+        self.assigned: set[str] = set()
+        for node in nodes:
+            kind = type(node)
+            if kind is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Name:
+                        self.assigned.add(target.target.value)
+                        self._bind(target.target.value, node.value)
+                    else:
+                        self._bind_all(_names_in_target(target.target))
+            elif kind in (cst.AnnAssign, cst.AugAssign):
+                value = node.value if kind is cst.AnnAssign else None
+                if kind is cst.AugAssign or value is not None:
+                    self._bind_all(_names_in_target(node.target), value)
+            elif kind in (cst.For, cst.CompFor):
+                self._bind_all(_names_in_target(node.target))
+            elif kind is cst.NamedExpr:
+                self._bind_all(_names_in_target(node.target), node.value)
+            elif kind in (cst.WithItem, cst.ExceptHandler, cst.ExceptStarHandler):
+                bound = node.asname if kind is cst.WithItem else node.name
+                if bound is not None:
+                    self._bind_all(_names_in_target(bound.name))
+            elif kind in (cst.FunctionDef, cst.ClassDef, cst.Param):
+                self._bind(node.name.value, None)
+            elif kind is cst.ImportFrom and node.relative and not isinstance(node.names, cst.ImportStar):
+                # ``from .scalers import GradScaler``: the table does not resolve relative imports.
+                for alias in node.names:
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    self._bind_all(_names_in_target(local))
+
+    def _bind(self, name: str, value: cst.BaseExpression | None) -> None:
+        self._values.setdefault(name, []).append(value)
+
+    def _bind_all(self, names: list[str], value: cst.BaseExpression | None = None) -> None:
+        for name in names:
+            self._bind(name, value if len(names) == 1 else None)
+
+    def sole_qualified_name(self, node: cst.BaseExpression) -> str | None:
+        """The one qualified name ``node`` refers to wherever the file binds its head name (an
+        import, or ``alias = <that import>``); None when the head is bound to anything else."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head = dotted.partition(".")[0]
+        targets = self._imports.resolve_dotted(head)
+        if len(targets) != 1:
+            return None
+        for value in self._values.get(head, ()):
+            if value is None or set(self._imports.qualified_names(value)) != {targets[0]}:
+                return None
+        resolved = self._imports.resolve_dotted(dotted)
+        return resolved[0] if len(resolved) == 1 else None

@@ -60,7 +60,9 @@ class DeprecatedAmpApi(Rule):
     Safe: `torch.amp.X("cuda", ...)` is what the deprecated wrapper itself calls. Positional
     arguments of the old `autocast` (`enabled`, `dtype`, `cache_enabled`) are rewritten as keywords
     because the new signature orders them differently. The fix needs `torch` imported as a module;
-    when it is not, the finding carries no fix.
+    when it is not, the finding carries no fix. Nor does a call through a name the file also binds
+    to something else (mmengine's `scaler_type = GradScaler` in one branch, `scaler_type =
+    ShardedGradScaler` in the other): rewriting `scaler_type(...)` would drop the other scaler.
     """
 
     code = "DTL201"
@@ -108,10 +110,6 @@ class DeprecatedAmpApi(Rule):
         Invalid("import torch\nif TORCH_VERSION >= (2, 4):\n    s = torch.cuda.amp.GradScaler()\n"),
     )
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._assigned: frozenset[str] | None = None
-
     def _deprecated(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
         for qualified in self.ctx.names.qualified_names(node):
             if qualified in DEPRECATED:
@@ -130,20 +128,12 @@ class DeprecatedAmpApi(Rule):
             return
         qualified, device, name = found
         message = f"`{qualified}` is deprecated; use `torch.amp.{name}(\"{device}\", ...)`"
-        self.report(node.func, message, confidence=Confidence.HIGH, fix=self._call_fix(node, device, name))
-
-    def _assigned_names(self) -> frozenset[str]:
-        if self._assigned is None:
-            names = set()
-
-            class _Targets(cst.CSTVisitor):
-                def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-                    if isinstance(target.target, cst.Name):
-                        names.add(target.target.value)
-
-            self.ctx.module.visit(_Targets())
-            self._assigned = frozenset(names)
-        return self._assigned
+        fix = None
+        # ``scaler_type = GradScaler`` here, ``scaler_type = ShardedGradScaler`` there: rewriting
+        # the call would drop the other binding.
+        if self.ctx.bindings.sole_qualified_name(node.func) == qualified:
+            fix = self._call_fix(node, device, name)
+        self.report(node.func, message, confidence=Confidence.HIGH, fix=fix)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._value_use(node)
@@ -162,7 +152,7 @@ class DeprecatedAmpApi(Rule):
             return
         if isinstance(node, cst.Name) and self.ctx.enclosing(node, cst.ImportFrom, cst.Import) is not None:
             return
-        if isinstance(node, cst.Name) and node.value in self._assigned_names():
+        if isinstance(node, cst.Name) and node.value in self.ctx.bindings.assigned:
             return  # a local alias (``fallback = autocast``): the import's own spelling is reported
         found = self._deprecated(node)
         if found is None or in_old_torch_fallback(self.ctx, node):
@@ -185,7 +175,7 @@ class DeprecatedAmpApi(Rule):
         qualified, device, name = found
         torch = self._torch_spelling()
         fix = None
-        if torch is not None:
+        if torch is not None and self.ctx.bindings.sole_qualified_name(node.decorator) == qualified:
             content = f'{torch}.amp.{name}(device_type="{device}")'
             fix = Fix(Safety.SAFE, (self.replace(node.decorator, content),), "use torch.amp")
         self.report(node.decorator, f"`{qualified}` is deprecated; use `torch.amp.{name}(device_type=\"{device}\")`", fix=fix)

@@ -53,7 +53,9 @@ class DeprecatedAutocastState(Rule):
 
     ## Fix safety
     Safe: the deprecated function calls the device-generic one with that device (torch >= 2.4,
-    where the device-generic functions exist). The fix needs `torch` imported as a module.
+    where the device-generic functions exist). The fix needs `torch` imported as a module, and
+    is not offered for a call through a name the file also binds to something else (`get_dtype =
+    torch.get_autocast_gpu_dtype` in one branch, another function in the other).
     """
 
     code = "DTL210"
@@ -94,7 +96,7 @@ class DeprecatedAutocastState(Rule):
             f"`{qualified}()` is deprecated since torch 2.4 (a warning on every call); use "
             f"`{replacement}(\"{device}\"{', ...' if node.args else ''})`",
             confidence=Confidence.HIGH,
-            fix=self._fix(node, replacement, device),
+            fix=self._fix(node, qualified, replacement, device),
         )
 
     def _deprecated(self, func: cst.BaseExpression) -> tuple[str, str, str] | None:
@@ -112,10 +114,12 @@ class DeprecatedAutocastState(Rule):
         tried = self.ctx.code_for(attempt.body)
         return any(replacement.rsplit(".", 1)[-1] + "(" in tried for replacement, _ in DEPRECATED.values())
 
-    def _fix(self, node: cst.Call, replacement: str, device: str) -> Fix | None:
+    def _fix(self, node: cst.Call, qualified: str, replacement: str, device: str) -> Fix | None:
         spellings = self.ctx.names.local_names_for("torch")
         if not spellings or any(arg.star for arg in node.args):
             return None
+        if self.ctx.bindings.sole_qualified_name(node.func) != qualified:
+            return None  # ``get_dtype = torch.get_autocast_gpu_dtype`` here, rebound there
         torch = spellings[0]
         edits = [self.replace(node.func, torch + replacement[len("torch"):])]
         if node.args:
