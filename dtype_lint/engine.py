@@ -145,15 +145,19 @@ def check_text(
     worlds (see dtype_lint/project/)."""
     # CPython's tree serves both the rules' prefilter and the project summary: parsed once.
     parsed = _python_parse(text, path)
-    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed)
+    results: dict = {}
+    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results if summarize else None)
     if summarize:
         from dtype_lint.project.summary import summarize_tree
 
         report.summary = summarize_tree(parsed[0], text)
+        if results and report.summary.get("functions") is not None:
+            report.summary = {**report.summary, "results": results}
     return report
 
 
-def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed) -> FileReport:
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None) -> FileReport:
+    """``results``: filled with what the file's functions return (project/results.py), when given."""
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
@@ -191,6 +195,13 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed) -> Fi
         ctx = FileContext(path, text, module, settings)
         ctx.worlds = worlds
         reported, failed = run_rules(ctx, rules)
+        if results is not None and not failed and "flow" in ctx.__dict__:
+            from dtype_lint.project.results import function_results
+
+            try:
+                results.update(function_results(ctx))
+            except Exception:  # noqa: BLE001 - a summary without results: its callers learn nothing
+                results.clear()
     except RecursionError:
         failed = {"": "RecursionError"}
     if any(detail.startswith("RecursionError") for detail in failed.values()):

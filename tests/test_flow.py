@@ -464,3 +464,39 @@ def test_numpy_true_division_of_integer_arrays_is_float64():
     assert p.value("counts / 3").dtypes == {"fp64"}
     assert p.value("counts.sum() / counts").origin.line == 5
     assert p.value("ids / ids").dtypes == {"fp32"}  # torch keeps its default float
+
+
+def test_a_known_argument_decides_is_none_tests():
+    p = Probe("""
+        import torch
+        def load(dtype_override=None):
+            x = torch.randn(2)
+            if dtype_override is not None:
+                x = x.to(dtype_override)
+            y = torch.zeros(2, dtype=dtype_override if dtype_override is not None else torch.float32)
+            return x, y
+        a, b = load(dtype_override=torch.bfloat16)
+        c, d = load()
+    """)
+    # the caller's bfloat16 is never None: one branch runs, and the result is certain
+    assert p.value("a", 9).dtypes == {"bf16"} and not p.value("a", 9).partial
+    assert p.value("b", 9).dtypes == {"bf16"} and not p.value("b", 9).partial
+    # no argument: None by default, unknown to the flow: both branches, joined
+    assert p.value("c", 10).dtypes == {"fp32"} and p.value("c", 10).partial
+
+
+def test_returns_when_called_runs_on_the_side():
+    p = Probe("""
+        import torch
+        def cast(x, dtype=torch.float32):
+            return x.to(dtype)
+        y = cast(torch.randn(2))
+    """)
+    function = p.module.body[1]
+    before = p.value("x.to(dtype)").dtypes
+    from dtype_lint.facts.flow.values import make
+
+    given = p.flow.returns_when_called(function, {"dtype": make("dtype", ("fp16",))})
+    assert given.dtypes == {"fp16"}
+    assert p.flow.returns_when_called(function, {}).dtypes == {"fp32"}  # the default
+    assert p.value("x.to(dtype)").dtypes == before  # what the rules read is unchanged

@@ -17,11 +17,13 @@ from dtype_lint import engine
 from dtype_lint.cache import Cache
 from dtype_lint.config import Settings
 from dtype_lint.discover import discover_data
+from dtype_lint.findings import Confidence
 from dtype_lint.project import recheck
 from dtype_lint.project.summary import summarize_tree
 from dtype_lint.project.worlds import Project, module_names
 
 PROJECTS = FIXTURES / "project"
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "realbugs" / "cases"
 FOLDERS = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
 MARK = re.compile(r"#\s*expect(?:-project)?:\s*(?P<codes>DTL\d{3}(?:\s*,\s*DTL\d{3})*)")
 
@@ -519,3 +521,59 @@ def test_a_processor_appended_to_the_list_given_to_generate():
     })
     (world,) = Project(summaries).worlds()[("proc.py", "StopOnTokens")]
     assert world.dtype == "fp16" and world.methods == ("__call__",) and world.conditional
+# -- what functions return reaches their callers in other files --------------------------------
+def _checked_summary(text: str, path: str = "loader.py") -> dict:
+    return engine.check_text(text, path, Settings(), summarize=True).summary
+
+
+def test_results_follow_a_dtype_parameter_and_keep_a_sibling_made_without_it():
+    summary = _checked_summary(
+        "import torch\nclass Loader:\n    def inputs(self, batch, dtype_override=None):\n"
+        "        x = torch.randn(batch, 4)\n        if dtype_override is not None:\n"
+        "            x = x.to(dtype_override)\n        mask = torch.zeros(batch, 4)\n        return x, mask\n"
+        "def points(n):\n    import numpy as np\n    return torch.from_numpy(np.random.rand(n, 3))\n"
+    )
+    follows, fixed = summary["results"]["Loader.inputs"]["items"]
+    assert (follows["follows"], follows["position"]) == ("dtype_override", 1)  # ``self`` is not counted
+    assert (fixed["follows"], fixed["dtypes"], fixed["partial"], fixed["line"]) == (None, ["fp32"], False, 7)
+    point = summary["results"]["points"]["value"]
+    assert (point["kind"], point["dtypes"], point["numpy"]) == ("tensor", ["fp64"], True)
+
+
+def test_a_method_of_an_imported_class_resolves_through_its_instance():
+    folder = BENCH / "ttxla_loader_zeros_no_dtype_override"
+    reports = engine.check_files(_files(folder), Settings(min_confidence=Confidence.LOW), jobs=1, project=True)
+    (finding,) = [f for r in reports if r.path == "test_model.py" for f in r.findings]
+    assert finding.code == "DTL101" and "returned by `load_inputs()`" in finding.message
+    assert "loader.py:21 (`torch.zeros(batch_size, 32 * 32)`)" in finding.message
+    twin = BENCH / "ttxla_loader_zeros_no_dtype_override_fixed"
+    reports = engine.check_files(_files(twin), Settings(min_confidence=Confidence.LOW), jobs=1, project=True)
+    assert [f for r in reports for f in r.findings] == []  # every returned tensor takes the caller's dtype
+
+
+def test_editing_the_helper_rechecks_its_caller(tmp_path):
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "numpy_points_helper", project)
+    settings = Settings()
+    cache = Cache(tmp_path / "cache", settings)
+
+    def run():
+        reports = engine.check_files(_files(project), settings, jobs=1, cache=Cache(tmp_path / "cache", settings),
+                                     project=True)
+        return {(r.path, f.code, f.line) for r in reports for f in r.findings}
+
+    assert run() == {("model.py", "DTL105", 20)}
+    assert run() == {("model.py", "DTL105", 20)}  # warm
+    utils = project / "utils.py"
+    utils.write_text(utils.read_text().replace("return torch.tensor(grid)", "return torch.tensor(grid).float()"))
+    assert run() == set()
+    del cache
+
+
+def test_constructor_argument_from_a_helper_in_another_file():
+    folder = PROJECTS / "pos_weight_helper_bce"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert (finding.path, finding.line) == ("head.py", 13)  # where the loss is called, and raises
+    assert "returned by `positive_weights()` at train.py:10" in finding.message
+    assert finding.confidence.name == "MEDIUM"

@@ -117,6 +117,7 @@ class Flow:
         self.optimizers: list[OptimizerInfo] = []
         self.scalers: list[Value] = []
         self._summaries: dict[int, FunctionSummary] = {}
+        self._rerun = None  # the interpreter's ``rerun`` (see ``returns_when_called``)
 
     # -- queries --------------------------------------------------------------------------------
     def value_of(self, expr: cst.CSTNode | None) -> Value | None:
@@ -151,6 +152,12 @@ class Flow:
 
     def summary(self, function: cst.FunctionDef) -> FunctionSummary | None:
         return self._summaries.get(id(function))
+
+    def returns_when_called(self, function: cst.FunctionDef, given: dict[str, Value]) -> Value | None:
+        """What ``function`` returns when called with ``given`` (parameter -> value), the other
+        parameters unknown or defaulted: the function is run again, on the side (the facts
+        stay as they are). The project summary asks it of every function worth it; a rule may."""
+        return self._rerun(function, given) if self._rerun is not None else None
 
 
 def _widest(stacks: tuple[tuple[AutocastInfo, ...], ...]) -> tuple[AutocastInfo, ...]:

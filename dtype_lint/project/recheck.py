@@ -9,6 +9,10 @@ A world a framework trains in (Lightning's "16-true": no float32 master weights)
 training rules into the class; a helper given a cast-built instance by a caller in another file
 (``make_optimizer(args, Model(args))``) gets the training rules, and the numerics ones when the
 whole instance is cast.
+A file that calls project functions of other files is checked again with what they return
+(their summaries' ``results``) at those calls, and a class whose constructor callers pass such a
+result with it inside ``__init__``; what the value and mismatch rules (VALUE_RULES) then find,
+naming the function in the value's origin, is added too.
 Results are cached per file under a key of its bytes and its worlds: editing a file re-checks
 it, and the files whose worlds its edit changes.
 """
@@ -26,8 +30,8 @@ from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
 from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
-from dtype_lint.project.seeding import ClassWorld, FileWorlds, ReturnedWorld
-from dtype_lint.project.worlds import Project, Returned, World
+from dtype_lint.project.seeding import RETURNED_BY, ClassWorld, FileWorlds, ReturnedResult, ReturnedWorld
+from dtype_lint.project.worlds import Project, Returned, ReturnedValue, World
 
 # Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
 # (DTL107 is left out: under a world, operands the flow only knows as unions, such as a router's
@@ -41,6 +45,9 @@ BY_DESIGN_OPS = ("softmax", "log_softmax", "cumsum", "cumprod")
 LOW_ORDER = ("fp16", "bf16")
 ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")  # ``name = ...`` (for messages)
 # Rules about training a model in low precision: a model a helper returns cast is trained here.
+# Rules that judge a value against where it goes: a tensor a project function returns, or one a
+# caller passes to a constructor, meets a module, a loss or an op of another dtype.
+VALUE_RULES = frozenset({"DTL101", "DTL105", "DTL107", "DTL108"})
 TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
 # Rules that judge what a loaded checkpoint holds (project/checkpoints.py): a half module run on
 # float inputs or on the CPU, half tensors assigned into float32 parameters.
@@ -103,7 +110,11 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     saves = checkpoints.project_saves(summaries)[:MAX_SAVES]
     helpers = project_helpers(project)
     parameters = project.parameters()
-    if not (by_file or returned or arguments or saves or helpers or parameters or config):
+    values = project.values()
+    argument_values: dict[str, dict] = {}
+    for (path, name), by_keyword in project.argument_values().items():
+        argument_values.setdefault(path, {})[name] = by_keyword
+    if not (by_file or returned or arguments or saves or helpers or parameters or config or values or argument_values):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -116,7 +127,9 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
         called = helpers.get(report.path, {})
         settings_read = config.get(report.path, {})
         passed = parameters.get(report.path, {})
-        if not (worlds or calls or given or loads or called or passed or settings_read) or report.internal_errors:
+        results, given_results = values.get(report.path, {}), argument_values.get(report.path, {})
+        if not (worlds or calls or given or loads or called or passed or settings_read or results or given_results) \
+                or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -131,8 +144,13 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
                         for function, by_param in sorted(passed.items())},
             config={key: [[value, _relative(where, base)] for value, where in values]
                     for key, values in settings_read.items()},
+            values={call: tuple(_returned_result(item, base) for item in items) for call, items in sorted(results.items())},
+            argument_values={name: {keyword: tuple(_returned_result(item, base) for item in items)
+                                    for keyword, items in by_keyword.items()}
+                             for name, by_keyword in sorted(given_results.items())},
         )
-        ranges = {name: report.summary["classes"][name] for name in {*file_worlds.classes, *file_worlds.arguments}
+        ranges = {name: report.summary["classes"][name]
+                  for name in {*file_worlds.classes, *file_worlds.arguments, *file_worlds.argument_values}
                   if name in report.summary["classes"]}
         ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {}}
                        for function, info in report.summary["functions"].items() if function in file_worlds.parameters})
@@ -152,6 +170,17 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
             lines=report.lines if report.lines is not None else lines,
         )
     return reports
+
+
+def _returned_result(value: ReturnedValue, base: str) -> ReturnedResult:
+    where = _relative_path(value.path, base)
+    caller = f"{_relative_path(value.caller, base)}:{value.line}" if value.caller else ""
+    return ReturnedResult(function=value.function, where=where, result=value.result, caller=caller)
+
+
+def _relative_path(path: str, base: str) -> str:
+    relative = posixpath.relpath(path, base) if base else path
+    return relative if not relative.startswith("..") else path
 
 
 def _world_key(settings, file_worlds: FileWorlds, plain: list) -> str:
@@ -208,7 +237,7 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             name, method = located
             where = f"{name}.{method}" if method else name
             prefix, certain = f"`{where}` runs in {world.description}", world.certain
-        elif located is not None and finding.code in WORLD_RULES:
+        elif located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.arguments:
             name = located[0]
             keyword, world = sorted(file_worlds.arguments[name].items())[0]
             prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
@@ -218,6 +247,10 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         elif file_worlds.helpers and finding.code in HELPER_RULES and any(
                 helper.where(base) in finding.message for items in file_worlds.helpers.values() for helper in items):
             prefix, certain = "", False  # the message names the helper's cast
+        elif finding.code in VALUE_RULES and _names_a_result(finding.message, file_worlds):
+            # the message already says where the value comes from ("returned by `load_inputs()`")
+            added.append(finding)
+            continue
         elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
             # the world whose cast the finding's message cites (its values' origin), else the first
             worlds = list(file_worlds.returned.values())
@@ -274,6 +307,9 @@ def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
         return ""  # the message names them already
     more = len(chosen) - 2
     return "with " + " and ".join(s.describe() for s in chosen[:2]) + (f" and {more} more" if more > 0 else "")
+def _names_a_result(message: str, file_worlds: FileWorlds) -> bool:
+    """Whether a finding's message names a value a project function returned (its origin's words)."""
+    return f"{RETURNED_BY}`" in message and bool(file_worlds.values or file_worlds.argument_values)
 
 
 def _enclosing(ranges: dict, line: int) -> tuple[str, str | None] | None:

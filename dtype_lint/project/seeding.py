@@ -12,11 +12,12 @@ files give a cast-built instance (``FileWorlds.parameters``) gets that module fo
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import DTYPE, MODULE, TENSOR, TUPLE, Origin, make
+from dtype_lint.facts.flow.values import DTYPE, MODULE, TENSOR, TUPLE, Origin, Value, join, make
 
 # Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
 NOT_ACTIVATIONS = re.compile(
@@ -55,6 +56,21 @@ class ReturnedWorld:
     partial: bool = False  # only a submodule is cast (``self.model.half()`` in ``__init__``)
 
 
+# How a value's origin names the project function that returned it (messages say it; the project
+# pass keeps a new finding whose message does).
+RETURNED_BY = "returned by "
+
+
+@dataclasses.dataclass(frozen=True)
+class ReturnedResult:
+    """What a project function in another file returns (a result of project/results.py, as JSON)."""
+
+    function: str  # "random_camera", "ModelLoader.load_inputs"
+    where: str  # its file, as the checked file sees it ("dataset.py")
+    result: str
+    caller: str = ""  # a constructor argument's call ("train.py:7"); "" for a call of this file
+
+
 @dataclasses.dataclass(frozen=True)
 class FileWorlds:
     """What the project pass tells one file: its classes' worlds, its calls' returned models."""
@@ -72,6 +88,10 @@ class FileWorlds:
     # "data:training.mixed_precision" / "py:cfg.fp16" -> [[value, "config.toml:2"], ...]: the
     # config settings the file may read (dtype_lint/facts/config_values.py)
     config: dict = dataclasses.field(default_factory=dict)
+    # called dotted name -> (ReturnedResult, ...): what the project functions it names return
+    values: dict = dataclasses.field(default_factory=dict)
+    # class name -> constructor keyword -> (ReturnedResult, ...): results callers construct it with
+    argument_values: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -82,7 +102,49 @@ class FileWorlds:
                        for n, by_kw in self.arguments.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by.items()))
                        for n, by in self.parameters.items()),
-                sorted(self.config.items())]
+                sorted(self.config.items()),
+                sorted((n, [dataclasses.astuple(r) for r in rs]) for n, rs in self.values.items()),
+                sorted((n, sorted((k, [dataclasses.astuple(r) for r in rs]) for k, rs in by_kw.items()))
+                       for n, by_kw in self.argument_values.items())]
+
+
+def result_value(results: tuple, node: cst.CSTNode, origin_for, argument=None) -> Value | None:
+    """The value of a call to project functions that return ``results`` (joined when several).
+    ``argument(name, position)``: the caller's value for a parameter, and whether it is given."""
+    value = None
+    for index, returned in enumerate(results):
+        one = _result(returned, node, origin_for, argument)
+        value = one if index == 0 else join(value, one)
+    return value
+
+
+def _result(returned: ReturnedResult, node, origin_for, argument) -> Value | None:
+    result = json.loads(returned.result)
+    if "value" in result:
+        return _leaf(result["value"], returned, node, origin_for, argument)
+    if "element" in result:
+        element = _leaf(result["element"], returned, node, origin_for, argument)
+        return make(TUPLE, element=element, info="comprehension") if element is not None else None
+    items = tuple(_leaf(item, returned, node, origin_for, argument) if item else None for item in result["items"])
+    return make(TUPLE, items=items)
+
+
+def _leaf(leaf: dict, returned: ReturnedResult, node, origin_for, argument) -> Value | None:
+    if leaf["follows"] and argument is not None:
+        given, value = argument(leaf["follows"], leaf["position"])
+        if given:
+            # the caller's dtype decides: ``load_inputs(dtype_override=torch.bfloat16)``
+            if value is None or value.kind != DTYPE or not value.dtypes:
+                return make(leaf["kind"])
+            return Value(kind=leaf["kind"], dtypes=value.dtypes, partial=value.partial, origins=value.origins)
+    if not leaf["dtypes"]:
+        return make(leaf["kind"])
+    name = returned.function.rsplit(".", 1)[-1]
+    by = f"`{name}()`" + (f" at {returned.caller}" if returned.caller else "")
+    where = f"{returned.where}:{leaf['line']}" if leaf["line"] else returned.where
+    words = f"{where} (`{leaf['text']}`), {RETURNED_BY}{by}"
+    origin = ReturnedOrigin(node, origin_for(node)._resolve, words, leaf["numpy"])
+    return make(leaf["kind"], leaf["dtypes"], origin).replace(partial=leaf["partial"])
 
 
 def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):
@@ -114,6 +176,17 @@ class WorldOrigin(Origin):
 
     def describe(self) -> str:
         return self._words
+
+
+class ReturnedOrigin(WorldOrigin):
+    """The origin of a value a project function in another file returns; ``numpy``: its dtype
+    came from a NumPy array there (``torch.from_numpy(np.stack(...))``)."""
+
+    __slots__ = ("numpy",)
+
+    def __init__(self, node: cst.CSTNode, resolve, words: str, numpy: bool) -> None:
+        super().__init__(node, resolve, words)
+        self.numpy = numpy
 
 
 def world_values(world: ClassWorld, node: cst.CSTNode, origin_for, class_name: str):

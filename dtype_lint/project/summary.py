@@ -297,16 +297,21 @@ class Summarizer:
         if name is None or name.split(".")[-1] in CHAIN_METHODS:
             return
         given: dict[str, str] = {}
+        calls: dict[str, str] = {}  # keyword -> the function whose result it is given (``w=weights(y)``)
         for keyword in call.keywords:
             if keyword.arg is None:
                 continue
             low = _low_spelling(keyword.value) if not isinstance(keyword.value, ast.Constant) else None
             if low is not None:
                 given[keyword.arg] = low
-        if given:
+            elif isinstance(keyword.value, ast.Call) and name[:1].isupper() and name.split(".")[0] in self.imports:
+                called = _dotted(keyword.value.func)
+                if called is not None and not called.startswith("self.") and called.split(".")[-1] not in CHAIN_METHODS:
+                    calls[keyword.arg] = called
+        if given or calls:
             self.arguments.append({
                 "ref": name, "keywords": given, "line": call.lineno, "conditional": id(call) in conditions,
-                "text": self._segment(call),
+                "text": self._segment(call), **({"calls": calls} if calls else {}),
             })
 
     def _method_call(self, call: ast.Call, scope: _Scope) -> None:

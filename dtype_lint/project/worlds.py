@@ -23,6 +23,7 @@ cast resolves through at most a few function returns; containment is one graph w
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 
 MAX_RESOLVE_DEPTH = 4
@@ -325,6 +326,64 @@ class Project:
         return {path: {function: {param: sorted(items, key=Returned.sort_key) for param, items in sorted(by.items())}
                        for function, by in sorted(functions.items())}
                 for path, functions in sorted(found.items())}
+    def values(self) -> dict[str, dict[str, list["ReturnedValue"]]]:
+        """path -> called name -> what the project functions it may name return (their summaries'
+        ``results``): ``random_camera(4)`` imported from dataset.py, ``loader.load_inputs(...)`` on
+        an instance of an imported class. Functions of the same file are the file's own flow's."""
+        found: dict[str, dict[str, set[ReturnedValue]]] = {}
+        for path, summary in self.summaries.items():
+            for name in summary.get("calls", ()):
+                for kind, where, function in self.resolve(path, name):
+                    if kind == "function" and where != path:
+                        self._add_value(found, path, name, where, function)
+            for call in summary.get("method_calls", ()):
+                method = call["name"].rsplit(".", 1)[-1]
+                for kind, where, cls in (r for ref in call["refs"] for r in self.resolve(path, ref)):
+                    if kind == "class" and where != path:
+                        self._add_value(found, path, call["name"], where, f"{cls}.{method}")
+        return {path: {name: sorted(items, key=ReturnedValue.sort_key) for name, items in sorted(calls.items())}
+                for path, calls in sorted(found.items())}
+
+    def _add_value(self, found: dict, path: str, name: str, where: str, function: str) -> None:
+        result = self.summaries[where].get("results", {}).get(function)
+        if result is not None:
+            found.setdefault(path, {}).setdefault(name, set()).add(
+                ReturnedValue(function, where, json.dumps(result, sort_keys=True)))
+
+    def argument_values(self) -> dict[tuple[str, str], dict[str, list["ReturnedValue"]]]:
+        """(path, class) -> constructor keyword -> what callers pass it from a project function's
+        result (``Head(768, class_weights=class_weights(labels))``, the helper in any file)."""
+        found: dict[tuple[str, str], dict[str, set[ReturnedValue]]] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("arguments", ()):
+                if not call.get("calls"):
+                    continue
+                classes = [(where, name) for kind, where, name in self.resolve(path, call["ref"]) if kind == "class"]
+                for keyword, called in sorted(call["calls"].items()):
+                    for kind, where, function in self.resolve(path, called):
+                        result = self.summaries[where].get("results", {}).get(function) if kind == "function" else None
+                        if result is None or "value" not in result:
+                            continue
+                        value = ReturnedValue(function, where, json.dumps(result, sort_keys=True), path, call["line"])
+                        for cls in classes:
+                            found.setdefault(cls, {}).setdefault(keyword, set()).add(value)
+        return {cls: {kw: sorted(items, key=ReturnedValue.sort_key) for kw, items in sorted(by_kw.items())}
+                for cls, by_kw in sorted(found.items())}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReturnedValue:
+    """What project function ``function`` of ``path`` returns (its summary's result, as JSON);
+    for a constructor argument, also the call that passes it (``caller:line``)."""
+
+    function: str
+    path: str
+    result: str
+    caller: str = ""
+    line: int = 0
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.function, self.result, self.caller, self.line)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -86,6 +86,8 @@ def from_numpy(ctx, value: Value) -> bool:
     origin = value.origin_of(FP64)
     if origin is None:
         return False
+    if origin.numpy:
+        return True  # a NumPy array in the project function that returned it
     produced = ctx.flow.value_of(origin.node)
     return produced is not None and produced.kind == "numpy"
 
@@ -758,7 +760,12 @@ class NumpyFloat64Leak(Rule):
     together with a tensor of another float dtype, or given to a loss as its class weights
     (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
     Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
-    returns (the default collate keeps a NumPy array's float64).
+    returns (the default collate keeps a NumPy array's float64), and a helper's result carries
+    its float64 to the caller, in this file or, in a project check, in another one
+    (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
+    passed to a head's constructor). A loss given float64 class weights is reported where it is
+    called, where it raises, the message naming where the weights come from (the helper that
+    built them may be far away); a loss this file never calls, at its `weight=`.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -864,6 +871,10 @@ class NumpyFloat64Leak(Rule):
         )
         return True
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self._weights: list[tuple[cst.Arg, Value, str]] = []  # float64 class weights given to a loss
+        self._loss_calls: list[tuple[cst.Call, cst.BaseExpression, Value]] = []  # calls of such a loss
+
     def _check_loss_weight(self, node: cst.Call) -> bool:
         """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
         name = self.ctx.names.qualified_names(node.func)
@@ -874,22 +885,52 @@ class NumpyFloat64Leak(Rule):
                 value = self._leak(arg.value)
                 if value is not None:
                     loss = next(q for q in name if LOSS_CLASS.search(q)).rsplit(".", 1)[-1]
-                    self.report(
-                        arg.value,
-                        f"the class weights `{code(self.ctx, arg.value)}` are float64 "
-                        f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
-                        f"logits fails with 'expected scalar type Float but found Double'; build them with "
-                        f"`dtype=torch.float32` (or `.float()`)",
-                        confidence=Confidence.MEDIUM,
-                        fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
-                    )
+                    self._weights.append((arg, value, loss))
         return True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """A loss built with float64 class weights is reported where it is called (there it
+        raises), naming where the weights come from; one never called here, at its ``weight=``."""
+        called = set()
+        for call, loss_node, weight in self._loss_calls:
+            origin = weight.origin_of(FP64)
+            called.add(id(origin))
+            given = next((item for item in self._weights if item[1].origin_of(FP64) is origin), None)
+            where = f" at line {self.ctx.position(given[0]).start.line}" if given is not None else ""
+            fix = None
+            if given is not None:
+                fix = Fix(Safety.UNSAFE, (suffix_edit(self, given[0].value, ".float()"),), "cast the weights to float32")
+            self.report(
+                call,
+                f"`{code(self.ctx, loss_node)}` was given float64 class weights{where} "
+                f"({weight.since(FP64).replace('since ', 'from NumPy at ')}): calling it on float32 (or half) logits "
+                f"fails with 'expected scalar type Float but found Double'; build the weights with "
+                f"`dtype=torch.float32` (or `.float()`)",
+                confidence=Confidence.MEDIUM,
+                fix=fix,
+            )
+        for arg, value, loss in self._weights:
+            if id(value.origin_of(FP64)) in called:
+                continue
+            self.report(
+                arg.value,
+                f"the class weights `{code(self.ctx, arg.value)}` are float64 "
+                f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
+                f"logits fails with 'expected scalar type Float but found Double'; build them with "
+                f"`dtype=torch.float32` (or `.float()`)",
+                confidence=Confidence.MEDIUM,
+                fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+            )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._check_operands(node) or self._check_loss_weight(node):
             return
         flow = self.ctx.flow
         module, module_node = callee_module(self.ctx, node)
+        if module is not None and is_loss_module(module) and module.element is not None:
+            weight = module.element
+            if weight.kind == "tensor" and weight.dtype == FP64 and self._from_numpy(weight):
+                self._loss_calls.append((node, module_node, weight))
         loss = loss_name(self.ctx, node)
         values = [(arg, flow.value_of(arg.value)) for arg in arguments(node) if not arg.star]
         leaks = [(arg, v) for arg, v in values if v is not None and v.kind == "tensor" and v.dtype == FP64 and self._from_numpy(v)]
@@ -912,22 +953,29 @@ class NumpyFloat64Leak(Rule):
                 confidence=Confidence.MEDIUM,
             )
             return
-        if module is None or is_loss_module(module) or not module.certain or module.dtype == FP64:
+        # a module float32 on the paths the flow knows (a parameter annotated with a module class
+        # of this file, made in float32 unless a caller casts it) fails as surely as a certain one,
+        # unless a caller made it float64: medium.
+        if module is None or is_loss_module(module) or len(module.dtypes) != 1 or FP64 in module.dtypes:
             return
         if forward_casts_inputs(self.ctx, module):
             return
+        (dtype,) = module.dtypes
         fix = None
-        if module.dtype == FP32:
+        if dtype == FP32:
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32")
+        if not module.certain:
+            confidence = Confidence.MEDIUM
+        elif LowpModelFp32Input._own_or_torch(module):
+            confidence = Confidence.HIGH
+        else:
+            confidence = Confidence.LOW if module.info else Confidence.MEDIUM
         self.report(
             arg.value,
             f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
-            f"but got Double and {'Float' if module.dtype == FP32 else 'Half' if module.dtype == FP16 else 'BFloat16'}",
-            confidence=(
-                Confidence.HIGH if LowpModelFp32Input._own_or_torch(module)
-                else Confidence.LOW if module.info else Confidence.MEDIUM
-            ),
+            f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",
+            confidence=confidence,
             fix=fix,
         )
 

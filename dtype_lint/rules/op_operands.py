@@ -33,14 +33,18 @@ class OpOperandDtype(Rule):
     (and their transposes) called outside autocast on two tensors the dtype flow knows have
     different floating dtypes: half activations convolved with a float32 filter the program
     built (`F.conv2d(img.half(), gaussian_window)`), a float64 tensor multiplied by float32
-    weights, a bfloat16 input through a float32 projection matrix.
+    weights, a bfloat16 input through a float32 projection matrix. Also
+    `F.scaled_dot_product_attention` given an `attn_mask` in float16, bfloat16 or float64 that
+    is not its query's dtype (a bfloat16 mask a helper built for a float16 query); boolean and
+    float32 masks go with any query.
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found
     Float` (conv), `mat1 and mat2 must have the same dtype, but got Double and Float` (linear),
     `expected m1 and m2 to have the same dtype, but got: double != float` (mm). The filter or
     matrix is usually made once in a helper with the default dtype while the data arrives in
-    another (NVIDIA/apex#965, an SSIM window on an fp16 super-resolution model).
+    another (NVIDIA/apex#965, an SSIM window on an fp16 super-resolution model). SDPA fails with
+    `Expected attn_mask dtype to be bool or float or to match query dtype` (Comfy-Org/ComfyUI#8118).
 
     ## Example
     ```python
@@ -103,7 +107,34 @@ class OpOperandDtype(Rule):
             return None
         return None if value.role == "param" else value
 
+    def _check_attention_mask(self, node: cst.Call) -> bool:
+        """``F.scaled_dot_product_attention(q, k, v, attn_mask=m)``: a mask must be boolean,
+        float32 or in the query's dtype (torch 2.x's check)."""
+        if not self.ctx.names.matches(node.func, "torch.nn.functional.scaled_dot_product_attention"):
+            return False
+        query_node = _argument(node, "query", 0)
+        mask_node = _argument(node, "attn_mask", 3)
+        if query_node is None or mask_node is None or self.ctx.flow.autocast_at(node) is not None:
+            return True
+        query, mask = self._float(query_node), self._float(mask_node)
+        if query is None or mask is None or FP32 in mask.dtypes:
+            return True  # a float32 mask goes with any query
+        confidence = self._confidence(query, mask)
+        if confidence is None:
+            return True
+        self.report(
+            mask_node,
+            f"the attention mask `{code(self.ctx, mask_node)}` is {dtype_phrase(mask)} but the query "
+            f"`{code(self.ctx, query_node)}` is {dtype_phrase(query)}: scaled_dot_product_attention fails with "
+            f"'Expected attn_mask dtype to be bool or float or to match query dtype'; build the mask in the "
+            f"query's dtype (`.to({code(self.ctx, query_node)}.dtype)`)",
+            confidence=confidence,
+        )
+        return True
+
     def _check(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Call) and self._check_attention_mask(node):
+            return
         found = matmul_operands(self.ctx, node)
         if found is None or self.ctx.flow.autocast_at(node) is not None:
             return  # autocast casts both operands of these ops to its dtype
@@ -150,6 +181,14 @@ class OpOperandDtype(Rule):
         if union.dtypes - {certain.dtype}:
             return Confidence.MEDIUM
         return None
+
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return positional[position] if position < len(positional) else None
 
 
 def _module_state(node: cst.BaseExpression) -> bool:

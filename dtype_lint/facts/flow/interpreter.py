@@ -25,8 +25,10 @@ from dtype_lint.facts.flow.values import (
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
-from dtype_lint.project.seeding import argument_value, returned_value, world_tensor_parameter, world_values
-from dtype_lint.facts.training import child_nodes
+from dtype_lint.project.seeding import (
+    argument_value, result_value, returned_value, world_tensor_parameter, world_values,
+)
+from dtype_lint.facts.training import child_nodes, walk
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
 MAX_RUNS_PER_FUNCTION = 6  # distinct argument sets interpreted per function
@@ -142,6 +144,9 @@ class Interpreter:
         self.flow._parent = ctx.parent
         self._values = self.flow._values
         self._unknown: set[int] = set()
+        # each node's value in the run that evaluated it last (``_values`` joins every run): what
+        # an expression reads of the operands it just evaluated
+        self._current: dict[int, Value | None] = {}
         self._origins: dict[int, Origin] = {}
         self._functions: list[FunctionInfo] = []
         self._runs: dict[int, int] = {}
@@ -157,14 +162,24 @@ class Interpreter:
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
+        self.flow._rerun = self.rerun
         self._block(self.ctx.module.body, self.module_frame)
+        # Functions no one called with known arguments: run them with unknown parameters. Plain
+        # module-level functions last-defined first: a helper is usually defined above its
+        # callers, and a caller's run hands it what it knows (``cache_latents(vae.float(), ...)``)
+        # before a run that knows nothing would be joined into every value it records.
+        plain = [info for info in self._functions if info.cls is None and info.outer is self.module_frame]
+        order = [*reversed(plain), *(info for info in self._functions if not (info.cls is None and info.outer is self.module_frame))]
+        known = len(self._functions)
         index = 0
-        # Functions no one called with known arguments: run them with unknown parameters.
-        while index < len(self._functions):
-            info = self._functions[index]
+        while index < len(order):
+            info = order[index]
             index += 1
             if id(info.node) not in self._runs:
                 self._run_generic(info)
+            if len(self._functions) > known:  # nested definitions the runs met
+                order.extend(self._functions[known:])
+                known = len(self._functions)
         return self.flow
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -399,6 +414,15 @@ class Interpreter:
 
     def _if(self, node: cst.If, frame: Frame) -> bool:
         self.ev(node.test, frame)
+        decided = self._decided(node.test, frame)
+        if decided is True:
+            return self._body(node.body, frame)
+        if decided is False:
+            orelse = node.orelse
+            if isinstance(orelse, cst.If):
+                self._region(orelse, frame)
+                return self._if(orelse, frame)
+            return self._body(orelse.body, frame) if isinstance(orelse, cst.Else) else True
         before = frame.env
         frame.env = dict(before)
         body_falls = self._body(node.body, frame)
@@ -423,6 +447,33 @@ class Interpreter:
             frame.env = self.join_env(body_env, else_env)
             return False
         return True
+
+    def _decided(self, test: cst.BaseExpression, frame: Frame) -> bool | None:
+        """The outcome of ``x is None`` / ``x is not None`` / ``x`` / ``not x`` when ``x`` holds a
+        value known on every path (a caller's ``dtype_override=torch.bfloat16``, a tensor), else None:
+        ``if dtype_override is not None: x = x.to(dtype_override)`` then runs one branch."""
+        negate = False
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negate = test.expression, not negate
+        kinds = (DTYPE,)  # ``if x:`` is decided for a dtype only (a tensor's truth is its value)
+        outcome = True
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            if not (isinstance(target.operator, (cst.Is, cst.IsNot)) and isinstance(target.comparator, cst.Name)
+                    and target.comparator.value == "None"):
+                return None
+            outcome = isinstance(target.operator, cst.IsNot)
+            test, kinds = test.left, (DTYPE, TENSOR, NUMPY, MODULE)
+        if not isinstance(test, (cst.Name, cst.Attribute)):
+            return None
+        key = dotted_name(test)
+        if key is None:
+            return None
+        # the value in this run (the recorded one joins every run of the node)
+        found, value = self.lookup(key, frame)
+        if not found or value is None or value.partial or not value.dtypes or value.kind not in kinds:
+            return None
+        return outcome != negate
 
     def _loop(self, node: cst.For | cst.While, frame: Frame) -> None:
         if isinstance(node, cst.For):
@@ -672,6 +723,14 @@ class Interpreter:
                 if given is not None:
                     # a caller elsewhere in the project builds the class with this low dtype
                     bound[param.name.value] = (argument_value(given, info.node, self.origin), None, {})
+            worlds = getattr(self.ctx, "worlds", None)
+            results = worlds.argument_values.get(cls.name) if worlds is not None \
+                and info.node.name.value == "__init__" else None
+            for param in params[1:] if results else ():
+                given = results.get(param.name.value)
+                if given:
+                    # a caller elsewhere passes a project function's result (``class_weights=weights(y)``)
+                    bound[param.name.value] = (result_value(given, info.node, self.origin), None, {})
             world = self._world_of(cls)
             callback = self._callback_world(cls, info.node.name.value) if world is None else None
             if world is not None or callback is not None:
@@ -688,15 +747,74 @@ class Interpreter:
         for name, world in (passed or {}).items():
             # a caller in another file gives this helper an instance its class's ``__init__`` casts
             bound[name] = (returned_value(world, info.node, self.origin), None, {})
-        if cls is not None and info.node.name.value == "__init__":
-            for name, default in info.defaults.items():
-                if default is not None and default.kind == DTYPE and default.dtypes:
+        for param in (*info.node.params.params, *info.node.params.kwonly_params):
+            typed = self._annotated_module(param, info.outer or self.module_frame)
+            if typed is not None and param.name.value not in bound:
+                # ``embedder: CameraEmbedding``: an instance of a class of this file (a module is
+                # float32 as built, unless a caller cast it: partial)
+                bound[param.name.value] = (typed, None, {})
+        for name, default in info.defaults.items():
+            if default is not None and default.kind == DTYPE and default.dtypes and (
+                    cls is not None and info.node.name.value == "__init__" or cls is None and self._casts_modules(info)):
                     # ``def __init__(self, dtype=torch.float16)``: an object built without the
                     # argument runs in the default, one reachable configuration among unknown
-                    # others (partial). Plain functions' defaults stay unknown: their callers
-                    # usually pass the dtype, and data-dependent numerics rules would guess.
+                    # others (partial). So does a plain function's default it casts a module to
+                    # (``def train(unet, weight_dtype=torch.float16): unet.to(dtype=weight_dtype)``);
+                    # other defaults stay unknown: callers usually pass the dtype, and
+                    # data-dependent numerics rules would guess.
                     bound.setdefault(name, (join(default, None), None, {}))
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
+
+    def _casts_modules(self, info: FunctionInfo) -> bool:
+        """Whether the function casts a module-like name to one of its parameters (``unet.to(dtype=weight_dtype)``)."""
+        params = {p.name.value for p in info.node.params.params}
+        for node in walk(info.node.body):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" \
+                    and _looks_like_module(node.func.value):
+                if any(isinstance(a.value, cst.Name) and a.value.value in params for a in node.args):
+                    return True
+        return False
+
+    def _annotated_module(self, param: cst.Param, frame: Frame) -> Value | None:
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if not isinstance(annotation, cst.Name):
+            return None
+        cls = self._find_class(annotation.value, frame)
+        if cls is None:
+            return None
+        instance = self._instance(cls, None)
+        return instance.replace(partial=True) if cls.is_module else instance
+
+    def rerun(self, function: cst.FunctionDef, given: dict[str, Value]) -> Value | None:
+        """What ``function`` returns to a caller that passes ``given`` (parameter -> value) and
+        leaves the other parameters unknown or at their defaults. The facts are left as they were."""
+        info = self._function_info(function)
+        if info is None:
+            return None
+        bound: dict[str, tuple] = {name: (value, None, {}) for name, value in info.defaults.items()}
+        params = function.params.params
+        if info.cls is not None and params and not _is_static(function):
+            instance = self._instance(info.cls, None)
+            bound[params[0].name.value] = (instance.replace(dtypes=frozenset(), origins=()), None, {})
+        for name, value in given.items():
+            bound[name] = (value, None, {})
+        # a fresh record (a node's recorded value joins all its runs, and this run must see its
+        # own), and the facts as they were: the run leaves nothing behind for the rules
+        flow = self.flow
+        saved = (self._values, self._unknown, list(flow.module_casts), dict(self._cast_index), list(flow.optimizers),
+                 dict(self._optimizer_index), list(flow.scalers), set(self._scaler_nodes), dict(self._runs),
+                 {key: dataclasses.replace(summary) for key, summary in flow._summaries.items()},
+                 dict(flow._regions))
+        self._values, self._unknown = {}, set()
+        try:
+            # shallow: the helpers it calls are followed one level down, not four (the cost of a
+            # rerun stays near that of one run of its own body)
+            returns, _, _ = self._invoke(info, bound, Frame(depth=MAX_DEPTH - 2), (), generic=True)
+        finally:
+            (self._values, self._unknown, flow.module_casts, self._cast_index, flow.optimizers, self._optimizer_index,
+             flow.scalers, self._scaler_nodes, self._runs, flow._summaries, flow._regions) = saved
+            flow._values = self._values
+        return returns
 
     def _world_of(self, cls: ClassInfo):
         """The precision world a module class runs in (the project pass's), or None."""
@@ -735,6 +853,18 @@ class Interpreter:
             return None
         return checkpoints.loaded(world)
 
+    def _project_result(self, node: cst.Call, frame: Frame) -> Value | None:
+        """A call of project functions in other files: what their summaries say they return."""
+        results = self.ctx.worlds.values.get(dotted_name(node.func) or "")
+        if not results:
+            return None
+
+        def argument(name: str, position: int | None):
+            arg = _arg(node, name, position)
+            return (arg is not None, self._current.get(id(arg.value)) if arg is not None else None)
+
+        return result_value(results, node, self.origin, argument)
+
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
         """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""
         node = info.node
@@ -748,7 +878,7 @@ class Interpreter:
         for arg in call.args:
             if arg.star:
                 return {}
-            value = self._values.get(id(arg.value))
+            value = self._current.get(id(arg.value))
             key = dotted_name(arg.value) if isinstance(arg.value, (cst.Name, cst.Attribute)) else None
             entry = (value, key, self._sub_env(key, frame))
             if arg.keyword is None:
@@ -873,6 +1003,7 @@ class Interpreter:
         if node is None:
             return None
         value = self._eval(node, frame, statement)
+        self._current[id(node)] = value
         return self._record(node, value)
 
     def _eval(self, node, frame: Frame, statement: bool) -> Value | None:
@@ -884,7 +1015,10 @@ class Interpreter:
         if kind is cst.Attribute:
             return self._attribute(node, frame)
         if kind is cst.Call:
-            return self._call(node, frame, statement)
+            value = self._call(node, frame, statement)
+            if value is None and getattr(self.ctx, "worlds", None) is not None:
+                return self._project_result(node, frame)
+            return value
         if kind is cst.Subscript:
             return self._subscript(node, frame)
         if kind is cst.BinaryOperation:
@@ -907,6 +1041,9 @@ class Interpreter:
             return value if value is not None and value.kind in (TENSOR, NUMPY) else None
         if kind is cst.IfExp:
             self.ev(node.test, frame)
+            decided = self._decided(node.test, frame)
+            if decided is not None:
+                return self.ev(node.body if decided else node.orelse, frame)
             return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
         if kind is cst.BooleanOperation:
             left = self.ev(node.left, frame)
@@ -1032,6 +1169,8 @@ class Interpreter:
             return self._field(base, attr, node)
         if base.kind == TUPLE and base.info == "output":
             return base.element
+        if base.kind == TUPLE and base.info == AUTOENCODER_OUTPUT and attr in AUTOENCODER_FIELDS:
+            return base if attr == "latent_dist" else base.element
         return None
 
     def _class_attrs(self, value: Value, frame: Frame) -> dict | None:
@@ -1158,7 +1297,7 @@ class Interpreter:
             qualified = self.names.qualified_names(func)
             if not qualified:
                 callee = self.ev(func, frame)
-                receiver = self._values.get(id(func.value))
+                receiver = self._current.get(id(func.value))
         else:
             qualified = self.names.qualified_names(func) if isinstance(func, cst.Name) else ()
             if not qualified:
@@ -1188,14 +1327,14 @@ class Interpreter:
 
     def _argument_value(self, node: cst.Call, keyword: str, position: int | None = None) -> Value | None:
         arg = _arg(node, keyword, position)
-        return self._values.get(id(arg.value)) if arg is not None else None
+        return self._current.get(id(arg.value)) if arg is not None else None
 
     def _dtype_argument(self, node: cst.Call, keyword: str = "dtype", position: int | None = None):
         """(dtypes, origin node, given): the dtype an argument names; dtypes empty when unknown."""
         arg = _arg(node, keyword, position)
         if arg is None:
             return frozenset(), None, False
-        value = self._values.get(id(arg.value))
+        value = self._current.get(id(arg.value))
         if value is not None and value.kind == DTYPE:
             return value.dtypes, value, True
         text = _string(arg.value)
@@ -1248,7 +1387,9 @@ class Interpreter:
                     return data.replace(role="param", autocast=None)
                 return make(TENSOR, role="param")
             if lib.LOSS_CLASS.search(attr):
-                return make(MODULE, info=qualified)
+                # its class weights travel with it (``element``): each call computes with them
+                weight = self._argument_value(node, "weight") or self._argument_value(node, "pos_weight")
+                return make(MODULE, info=qualified, element=weight if weight is not None and weight.kind == TENSOR else None)
             return self._typed(MODULE, node, self.default_float, info=qualified)
         if module == "torch.optim" or module.startswith("torch.optim.") or (
             lib.OPTIMIZER_CLASS.search(attr) and module.startswith(lib.OPTIMIZER_MODULES)
@@ -1264,6 +1405,8 @@ class Interpreter:
             return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(attr) else "tokenizer")
         if qualified in ("copy.deepcopy",):
             return self._first_argument(node)
+        if qualified in lib.FLOAT64_ARRAY_FUNCTIONS:
+            return make(NUMPY, (FP64,), self.origin(node))
         if qualified in loaders.DATA_LOADERS:
             return self._data_loader(node, frame)
         if qualified in loaders.PROGRESS_BARS:
@@ -1292,7 +1435,7 @@ class Interpreter:
         if info.dtype is None:
             arg = _arg(node, "dtype", None)
             if arg is not None:
-                value = self._values.get(id(arg.value))
+                value = self._current.get(id(arg.value))
                 if value is not None and value.kind == DTYPE and value.certain:
                     from dtype_lint.facts.flow.values import LONG_NAMES
 
@@ -1313,7 +1456,7 @@ class Interpreter:
     def _first_argument(self, node: cst.Call) -> Value | None:
         for arg in node.args:
             if arg.keyword is None and not arg.star:
-                return self._values.get(id(arg.value))
+                return self._current.get(id(arg.value))
         return None
 
     def _torch_function(self, module: str, attr: str, node: cst.Call, frame: Frame):
@@ -1365,13 +1508,13 @@ class Interpreter:
             if attr in lib.TORCH_PROMOTING:
                 return self._promote_sequence(node)
             if attr == "where":
-                values = [self._values.get(id(a.value)) for a in node.args[1:3] if a.keyword is None]
+                values = [self._current.get(id(a.value)) for a in node.args[1:3] if a.keyword is None]
                 tensors = [v for v in values if v is not None and v.kind == TENSOR]
                 if len(tensors) == 2:
                     dtypes, partial = promote(*tensors)
                     return self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), *tensors)
                 return tensors[0] if len(tensors) == 1 and len(values) == 2 and all(
-                    _number_kind(a.value) is not None or self._values.get(id(a.value)) is not None for a in node.args[1:3]
+                    _number_kind(a.value) is not None or self._current.get(id(a.value)) is not None for a in node.args[1:3]
                 ) else None
             if attr in ("get_default_dtype",):
                 return make(DTYPE, (self.default_float,), self.origin(node))
@@ -1400,7 +1543,7 @@ class Interpreter:
         category = _literal_category(_literal_kinds(data_arg.value))
         if category is not None:
             return make(TENSOR, (self.default_float if category == FP32 else category,), self.origin(node))
-        data = self._values.get(id(data_arg.value))
+        data = self._current.get(id(data_arg.value))
         if data is not None and data.kind in (NUMPY, TENSOR):
             return data.replace(kind=TENSOR, role=None, autocast=None)
         return None
@@ -1441,7 +1584,7 @@ class Interpreter:
                 category = _literal_category(_literal_kinds(first.value)) if first is not None else None
                 if category is not None:
                     return make(NUMPY, (FP64 if category == FP32 else category,), self.origin(node))
-                data = self._values.get(id(first.value)) if first is not None else None
+                data = self._current.get(id(first.value)) if first is not None else None
                 if data is not None and data.kind == NUMPY:
                     return data
                 return None
@@ -1488,7 +1631,7 @@ class Interpreter:
         stack = [first.value]
         while stack and len(found) < 4:
             current = stack.pop()
-            value = self._values.get(id(current))
+            value = self._current.get(id(current))
             if value is not None and value.kind == PARAMS:
                 found.append(value)
                 continue
@@ -1576,15 +1719,15 @@ class Interpreter:
         if cls is not None:
             return self._construct(cls, node, frame, None)
         if name in ("list", "tuple", "filter", "iter", "sorted", "reversed"):
-            sequence = self._values.get(id(node.args[-1].value)) if node.args else None
+            sequence = self._current.get(id(node.args[-1].value)) if node.args else None
             return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
         if name == "next" and node.args:
-            sequence = self._values.get(id(node.args[0].value))
+            sequence = self._current.get(id(node.args[0].value))
             if sequence is not None and (sequence.kind == PARAMS or sequence.info == loaders.LOADER):
                 return self._element(sequence, node.args[0].value)
             return None
         if name in ("enumerate", "zip"):
-            values = [self._values.get(id(a.value)) for a in node.args if a.keyword is None]
+            values = [self._current.get(id(a.value)) for a in node.args if a.keyword is None]
             elements = [self._element(v, a.value) for v, a in zip(values, node.args)]
             if name == "enumerate":
                 item = make(TUPLE, items=(None, elements[0] if elements else None))
@@ -1616,6 +1759,8 @@ class Interpreter:
 
     def _method(self, func: cst.Attribute, receiver: Value | None, node: cst.Call, frame: Frame, statement: bool):
         method = func.attr.value
+        if receiver is not None and receiver.info == AUTOENCODER_OUTPUT and method in ("sample", "mode"):
+            return receiver.element  # ``latent_dist.sample()``
         key = dotted_name(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
         if method in ("from_pretrained", "from_config", "from_single_file"):
             return self._from_pretrained(dotted_name(func.value) or "", node)
@@ -1634,7 +1779,7 @@ class Interpreter:
         if kind == BATCH:
             if method == "to":
                 dtypes, source, given = self._dtype_argument(node, "dtype", None)
-                positional = [self._values.get(id(a.value)) for a in node.args if a.keyword is None]
+                positional = [self._current.get(id(a.value)) for a in node.args if a.keyword is None]
                 for value in positional:
                     if value is not None and value.kind == DTYPE:
                         dtypes, given = value.dtypes, True
@@ -1679,7 +1824,7 @@ class Interpreter:
         if receiver is not None and receiver.kind == TUPLE and method in ("items", "values"):
             return None
         if key is not None and method in ("prepare", "prepare_model") and key.split(".")[-1] in ("accelerator", "fabric"):
-            values = [self._values.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
+            values = [self._current.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
             values = [self._prepared(value) for value in values]
             if len(values) == 1:
                 return values[0]
@@ -1739,7 +1884,7 @@ class Interpreter:
                 return (frozenset(), None)
             if arg.keyword is not None and arg.keyword.value != "dtype":
                 continue
-            value = self._values.get(id(arg.value))
+            value = self._current.get(id(arg.value))
             if value is not None and value.kind == DTYPE:
                 return (value.dtypes, value) if value.dtypes else (frozenset(), None)
             if value is not None and value.kind == TENSOR and arg.keyword is None:
@@ -1792,7 +1937,7 @@ class Interpreter:
                 self.mutate(key, cast, frame)
             return cast
         if method == "register_buffer" and key is not None and len(node.args) >= 2 and _string(node.args[0].value):
-            self.assign(f"{key}.{_string(node.args[0].value)}", self._values.get(id(node.args[1].value)), frame)
+            self.assign(f"{key}.{_string(node.args[0].value)}", self._current.get(id(node.args[1].value)), frame)
             return None
         if method in ("parameters", "named_parameters"):
             module = receiver
@@ -1804,6 +1949,11 @@ class Interpreter:
             return self._module_call(receiver, node, frame)
         if method == "generate":
             return make(TENSOR, (INT,), self.origin(node))
+        if method in ("encode", "decode") and receiver is not None and receiver.dtypes and not receiver.info:
+            # an autoencoder's ``vae.encode(x).latent_dist.sample()`` / ``vae.decode(z).sample``:
+            # computed by its weights, so in its dtype (``info``: a class of this file runs its own)
+            latents = Value(kind=TENSOR, dtypes=receiver.dtypes, partial=receiver.partial, origins=receiver.origins)
+            return make(TUPLE, info=AUTOENCODER_OUTPUT, element=latents)
         if method in ("modules", "children", "named_modules", "named_children"):
             sub = receiver.replace(partial=True) if receiver.dtypes else receiver
             element = make(TUPLE, items=(None, sub)) if method.startswith("named") else sub
@@ -1825,11 +1975,11 @@ class Interpreter:
         if method == "view" and len(node.args) == 1 and not node.args[0].star:
             # ``t.view(torch.int16)`` reinterprets the bits as another dtype (bf16 export done
             # right); ``t.view(-1)`` or ``t.view(shape)`` keep the dtype.
-            target = self._values.get(id(node.args[0].value))
+            target = self._current.get(id(node.args[0].value))
             if target is not None and target.kind == DTYPE:
                 return make(TENSOR, target.dtypes, self.origin(node)) if target.dtypes else make(TENSOR)
         if method == "type_as" and node.args:
-            other = self._values.get(id(node.args[0].value))
+            other = self._current.get(id(node.args[0].value))
             if other is not None and other.kind == TENSOR:
                 return other.replace(role=None, autocast=None)
             return make(TENSOR)
@@ -1860,7 +2010,7 @@ class Interpreter:
         arg = _arg(node, "dtype", 0)
         if arg is None:
             return frozenset()
-        value = self._values.get(id(arg.value))
+        value = self._current.get(id(arg.value))
         if value is not None and value.kind in (DTYPE, NUMPY) and value.dtypes and value.kind == DTYPE:
             return value.dtypes
         if isinstance(arg.value, cst.Name) and arg.value.value in ("float", "int", "bool"):
@@ -1900,6 +2050,10 @@ class _Nothing:
 
 NOTHING = _Nothing()
 
+def _is_static(function: cst.FunctionDef) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)
+
+
 def _chained_module_key(expr: cst.BaseExpression) -> str | None:
     """``model`` for ``model.half()`` / ``model.cuda().half()``: module casts and moves work in
     place and return the module, so ``model.half().float()`` leaves ``model`` in float32."""
@@ -1910,6 +2064,11 @@ def _chained_module_key(expr: cst.BaseExpression) -> str | None:
         expr = expr.func.value
     return dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
 
+
+# What ``vae.encode(x)`` gives (a TUPLE's ``info``): its latent distribution and samples are in
+# the autoencoder's dtype.
+AUTOENCODER_OUTPUT = "autoencoder_output"
+AUTOENCODER_FIELDS = frozenset({"latent_dist", "latents", "sample"})
 
 # Python's own types as torch dtypes (``t.to(int)`` is int64, ``t.to(float)`` float64).
 _PYTHON_TYPES = {"int": INT, "float": FP64, "bool": BOOL}

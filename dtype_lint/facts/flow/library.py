@@ -81,6 +81,11 @@ NUMPY_SAME_FUNCTIONS = frozenset(
     "concatenate stack hstack vstack expand_dims squeeze transpose reshape clip abs exp log sqrt"
     " flip roll tile repeat ascontiguousarray copy".split()
 )
+# Library functions that return float64 NumPy arrays (scikit-learn computes in float64).
+FLOAT64_ARRAY_FUNCTIONS = frozenset(
+    """sklearn.utils.class_weight.compute_class_weight sklearn.utils.compute_class_weight
+    sklearn.utils.class_weight.compute_sample_weight sklearn.utils.compute_sample_weight""".split()
+)
 NUMPY_ARRAY_CONSTRUCTORS = frozenset("array asarray asanyarray ascontiguousarray".split())
 
 OPTIMIZER_CLASS = re.compile(
@@ -122,7 +127,7 @@ EVAL_FUNCTION = re.compile(r"(^|_)(eval|evaluate|evaluation|validate|validation|
 
 # Names of unknown values that are modules when cast (``model.half()``, ``build_model().half()``).
 MODEL_NAME = re.compile(
-    r"(^|_)(model|models|net|network|unet|vae|encoder|decoder|backbone|head|transformer|classifier|"
+    r"(^|_)(model|models|net|network|unet|vae|autoencoder|encoder|decoder|backbone|head|transformer|classifier|"
     r"text_encoder|controlnet|generator|discriminator|teacher|student|ema|module|pipe|pipeline|lm|llm)(_|$|\d)",
     re.IGNORECASE,
 )

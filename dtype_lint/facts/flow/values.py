@@ -43,6 +43,7 @@ class Origin:
     """Where a dtype came from: a node of the file, its line and short source text (lazy)."""
 
     __slots__ = ("node", "_resolve", "_cache")
+    numpy = False  # a dtype that came from a NumPy array in another file (project/seeding.py)
 
     def __init__(self, node: "cst.CSTNode", resolve) -> None:
         self.node = node
