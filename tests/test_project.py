@@ -577,3 +577,92 @@ def test_constructor_argument_from_a_helper_in_another_file():
     assert (finding.path, finding.line) == ("head.py", 13)  # where the loss is called, and raises
     assert "returned by `positive_weights()` at train.py:10" in finding.message
     assert finding.confidence.name == "MEDIUM"
+
+
+# -- parts: submodules cast apart from the rest of their class --------------------------------
+def test_part_world_message_names_the_attribute_the_condition_and_the_cast():
+    folder = PROJECTS / "partial_encoder_other_file"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.code == "DTL101" and finding.message.startswith(
+        "`Classifier.forward` runs with `self.encoder` in float16 when `fp16_encoder` is true "
+        "(serving/loader.py:10, `model.encoder.to(torch.float16)`): `self.encoder` is float16"
+    )
+    assert finding.confidence.name == "MEDIUM"  # the flag's branch: one reachable configuration
+
+
+def test_part_cast_in_a_method_applies_only_when_the_program_calls_it():
+    summaries = _summaries({
+        "tagger.py": (PROJECTS / "partial_head_prepare" / "tagger.py").read_text(),
+        "main.py": (PROJECTS / "partial_head_prepare" / "main.py").read_text(),
+    })
+    parts = Project(summaries).parts()
+    (head,) = parts[("tagger.py", "Tagger")]["head"]
+    assert (head.dtype, head.conditional, head.condition, head.line) == ("bf16", True, "low_memory", 14)
+    assert "proj" not in parts[("tagger.py", "Tagger")]  # `unused_half` is never called
+    summaries.pop("main.py")
+    assert Project(summaries).parts() == {}  # nobody runs `prepare`
+
+
+def test_part_chain_through_attributes_and_annotated_parameters():
+    summaries = _summaries({
+        "nets.py": (
+            "import torch.nn as nn\nclass Encoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.blocks = nn.Linear(4, 4)\nclass Wrapper(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.model = Encoder()\n"
+        ),
+        "run.py": (
+            "from nets import Wrapper\ndef shrink(net: Wrapper):\n    net.model.blocks.half()\n"
+        ),
+    })
+    parts = Project(summaries).parts()
+    assert list(parts) == [("nets.py", "Encoder")] and list(parts[("nets.py", "Encoder")]) == ["blocks"]
+
+
+def test_built_low_parts_reach_the_models_that_contain_the_class():
+    folder = PROJECTS / "half_prelu_blocks_other_file"
+    summaries = _summaries({display: Path(fs).read_text() for display, fs in _files(folder)})
+    (world,) = Project(summaries).built()["fit.py"]["Backbone"]
+    assert (world.dtype, world.path, world.line, world.conditional) == ("fp16", "blocks.py", 9, False)
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    # where the scaler unscales the float16 part's gradients, naming where the part is made
+    assert (finding.code, finding.line) == ("DTL302", 16)
+    assert "`net` is float32 with a float16 part since blocks.py:9 (`nn.PReLU(channels, dtype=torch.float16)`)" \
+        in finding.message
+
+
+def test_monkeypatched_forward_runs_in_the_world_of_the_model_cast_beside_it():
+    summaries = _summaries({
+        "attn.py": "def fast_forward(self, x):\n    return self.proj(x)\n",
+        "hijack.py": (
+            "import attn\ndef patch(model, half=True):\n    if half:\n        model = model.half()\n"
+            "    for m in model.modules():\n        m.forward = attn.fast_forward.__get__(m)\n"
+            "def untouched(model):\n    for m in model.modules():\n        m.forward = attn.fast_forward.__get__(m)\n"
+        ),
+    })
+    (world,) = Project(summaries).bound()[("attn.py", "fast_forward")]
+    assert (world.dtype, world.condition, world.path, world.line) == ("fp16", "half", "hijack.py", 4)
+    folder = PROJECTS / "patched_forward_bf16"
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True)
+    (finding,) = [f for r in reports for f in r.findings]
+    assert finding.message.startswith(
+        "`chunked_mlp_forward` runs as the forward of modules in bfloat16 when `args.bf16` is true "
+        "(app.py:10, `model.to(torch.bfloat16)`): `self.down` is bfloat16"
+    )
+    assert finding.confidence.name == "MEDIUM"
+
+
+def test_a_class_that_freezes_parameters_builds_no_low_trainable_part():
+    sources = {
+        "net.py": (
+            "import torch\nimport torch.nn as nn\nclass Distiller(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.student = nn.Linear(4, 4)\n"
+            "        self.teacher = nn.Linear(4, 4, dtype=torch.float16)\n"
+            "        self.teacher.requires_grad_(False)\n"
+        ),
+        "train.py": "from net import Distiller\nmodel = Distiller()\n",
+    }
+    assert Project(_summaries(sources)).built() == {}
+    sources["net.py"] = sources["net.py"].replace("        self.teacher.requires_grad_(False)\n", "")
+    assert list(Project(_summaries(sources)).built()["train.py"]) == ["Distiller"]

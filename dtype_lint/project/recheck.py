@@ -30,7 +30,7 @@ from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
 from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
-from dtype_lint.project.seeding import RETURNED_BY, ClassWorld, FileWorlds, ReturnedResult, ReturnedWorld
+from dtype_lint.project.seeding import RETURNED_BY, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld
 from dtype_lint.project.worlds import Project, Returned, ReturnedValue, World
 
 # Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
@@ -55,6 +55,9 @@ CHECKPOINT_RULES = frozenset({"DTL101", "DTL602", "DTL709"})
 # Rules about a helper of another file casting the trained model or pipeline it is given (helpers.py).
 HELPER_RULES = frozenset({"DTL403", "DTL405"})
 MAX_SAVES = 64  # low-precision checkpoint entries handed to each loading file (keeps the pass linear)  # float16 first: it overflows, so it is the riskier world
+# Rules that judge where a part of a model, cast apart from the rest, meets it (module inputs,
+# operands of one op).
+PART_RULES = frozenset({"DTL101", "DTL107", "DTL108"})
 
 
 def class_world(worlds: list[World], base: str = "") -> ClassWorld:
@@ -90,6 +93,20 @@ def returned_world(items: list[Returned], call: str, base: str = "") -> Returned
                          description=description, cast=first.world.where(base), partial=first.partial)
 
 
+def part_world(worlds: list[World], base: str = "") -> PartWorld:
+    """One dtype for a submodule cast apart, chosen as ``class_world`` chooses one for a class."""
+    world = class_world(worlds, base)
+    first = next(w for w in worlds if w.dtype == world.dtype)
+    return PartWorld(dtype=world.dtype, certain=world.certain, description=world.description,
+                     origin=f"{first.where(base)} (`{first.text}`)")
+
+
+def built_world(worlds: list[World], call: str, base: str = "") -> PartWorld:
+    """A project class of another file whose model keeps low parts (``Project.built``)."""
+    world = part_world(worlds, base)
+    return dataclasses.replace(world, description=f"`{call}()` builds a model with a part in {world.description}")
+
+
 def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     """``reports`` with the findings of each file under its project worlds added. ``data``: the
     config data files checked with them (``(display, fs_path)``), read for their settings."""
@@ -114,7 +131,16 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     argument_values: dict[str, dict] = {}
     for (path, name), by_keyword in project.argument_values().items():
         argument_values.setdefault(path, {})[name] = by_keyword
-    if not (by_file or returned or arguments or saves or helpers or parameters or config or values or argument_values):
+    parts: dict[str, dict] = {}
+    for (path, name), by_attr in project.parts().items():
+        if (path, name) not in project_worlds_of(by_file, path, name):
+            parts.setdefault(path, {})[name] = by_attr
+    built = project.built()
+    bound: dict[str, dict] = {}
+    for (path, name), worlds in project.bound().items():
+        bound.setdefault(path, {})[name] = worlds
+    if not (by_file or returned or arguments or saves or helpers or parameters or config or values or argument_values
+            or parts or built or bound):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -128,8 +154,10 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
         settings_read = config.get(report.path, {})
         passed = parameters.get(report.path, {})
         results, given_results = values.get(report.path, {}), argument_values.get(report.path, {})
-        if not (worlds or calls or given or loads or called or passed or settings_read or results or given_results) \
-                or report.internal_errors:
+        cast_apart, builds = parts.get(report.path, {}), built.get(report.path, {})
+        forwards = bound.get(report.path, {})
+        if not (worlds or calls or given or loads or called or passed or settings_read or results or given_results
+                or cast_apart or builds or forwards) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -148,12 +176,18 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
             argument_values={name: {keyword: tuple(_returned_result(item, base) for item in items)
                                     for keyword, items in by_keyword.items()}
                              for name, by_keyword in sorted(given_results.items())},
+            parts=_with_contained({name: {attr: part_world(found, base) for attr, found in sorted(by_attr.items())}
+                                   for name, by_attr in sorted(cast_apart.items())}, report.summary, worlds),
+            built={call: built_world(found, call, base) for call, found in sorted(builds.items())},
+            functions={name: class_world(found, base) for name, found in sorted(forwards.items())},
         )
         ranges = {name: report.summary["classes"][name]
-                  for name in {*file_worlds.classes, *file_worlds.arguments, *file_worlds.argument_values}
+                  for name in {*file_worlds.classes, *file_worlds.arguments, *file_worlds.argument_values,
+                               *file_worlds.parts}
                   if name in report.summary["classes"]}
         ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {}}
-                       for function, info in report.summary["functions"].items() if function in file_worlds.parameters})
+                       for function, info in report.summary["functions"].items()
+                       if function in file_worlds.parameters or function in file_worlds.functions})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
     results = _run_pool(_recheck, tasks, jobs)
@@ -233,7 +267,10 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             continue
         world = file_worlds.classes.get(located[0]) if located is not None else None
         rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
-        if world is not None and finding.code in rules:
+        if located is not None and located[0] in file_worlds.functions and finding.code in WORLD_RULES:
+            world = file_worlds.functions[located[0]]
+            prefix, certain = f"`{located[0]}` runs as the forward of modules in {world.description}", world.certain
+        elif world is not None and finding.code in rules:
             name, method = located
             where = f"{name}.{method}" if method else name
             prefix, certain = f"`{where}` runs in {world.description}", world.certain
@@ -241,6 +278,14 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             name = located[0]
             keyword, world = sorted(file_worlds.arguments[name].items())[0]
             prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
+        elif located is not None and finding.code in PART_RULES and located[0] in file_worlds.parts:
+            name, method = located
+            named = _part_named(file_worlds.parts[name], finding.message)
+            if named is None:
+                continue  # a class held by a parted class: its own findings are not the part's
+            attr, world = named
+            where = f"{name}.{method}" if method else name
+            prefix, certain = f"`{where}` runs with `self.{attr}` in {world.description}", world.certain
         elif file_worlds.checkpoints is not None and finding.code in CHECKPOINT_RULES \
                 and "the checkpoint saved at" in finding.message:
             prefix, certain = "", False  # the message names the save through the value's origin
@@ -257,6 +302,9 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             world = next((w for w in worlds if f"the cast at {w.cast}" in finding.message), worlds[0])
             if world.partial and finding.code not in TRAINING_RULES:
                 continue  # a model cast in part: how its forward treats its inputs is not known here
+            prefix, certain = world.description, world.certain
+        elif file_worlds.built and finding.code in TRAINING_RULES | {"DTL301"}:
+            world = next(iter(file_worlds.built.values()))
             prefix, certain = world.description, world.certain
         elif file_worlds.config:
             # Found only with the config settings the file reads: a reachable configuration.
@@ -310,6 +358,40 @@ def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:
 def _names_a_result(message: str, file_worlds: FileWorlds) -> bool:
     """Whether a finding's message names a value a project function returned (its origin's words)."""
     return f"{RETURNED_BY}`" in message and bool(file_worlds.values or file_worlds.argument_values)
+
+
+def project_worlds_of(by_file: dict, path: str, name: str) -> set:
+    """{(path, name)} when the class has a whole-class world (its parts then follow the world)."""
+    return {(path, name)} if name in by_file.get(path, {}) else set()
+
+
+def _with_contained(parts: dict, summary: dict, worlds: dict) -> dict:
+    """``parts``, and, with no parts of their own, the classes of the same file the parted
+    classes hold (``self.stem = Stem(dim)``) and nobody casts: they run in float32 with them,
+    so what they hand the part is float32 (not unknown, as a class checked alone is)."""
+    result = dict(parts)
+    stack = sorted(parts)
+    classes = summary["classes"]
+    while stack:
+        info = classes.get(stack.pop())
+        if info is None:
+            continue
+        held = {ref for refs in info["attrs"].values() for ref in refs}
+        for name in sorted(held):
+            if name in classes and name not in result and name not in worlds:
+                result[name] = {}
+                stack.append(name)
+    return dict(sorted(result.items()))
+
+
+def _part_named(parts: dict, message: str) -> tuple[str, PartWorld] | None:
+    """The part a finding is about: the one whose cast its message quotes, else the first."""
+    if not parts:
+        return None
+    for attr, world in sorted(parts.items()):
+        if world.origin in message:
+            return attr, world
+    return sorted(parts.items())[0]
 
 
 def _enclosing(ranges: dict, line: int) -> tuple[str, str | None] | None:

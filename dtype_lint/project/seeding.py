@@ -72,6 +72,18 @@ class ReturnedResult:
 
 
 @dataclasses.dataclass(frozen=True)
+class PartWorld:
+    """A submodule (an attribute of a class) the project gives a dtype of its own, apart from the
+    rest of the class: ``model.backbone.half()``, ``self.wte.to(torch.bfloat16)`` in a method
+    the program calls, ``nn.PReLU(depth, dtype=torch.float16)`` in ``__init__``."""
+
+    dtype: str
+    certain: bool  # unconditional, and the only dtype the project gives it
+    description: str  # "float16 when `args.fp16` is true (infer.py:9, `model.backbone.half()`)"
+    origin: str  # "infer.py:9 (`model.backbone.half()`)": where the dtype comes from, in values' "since"
+
+
+@dataclasses.dataclass(frozen=True)
 class FileWorlds:
     """What the project pass tells one file: its classes' worlds, its calls' returned models."""
 
@@ -92,6 +104,14 @@ class FileWorlds:
     values: dict = dataclasses.field(default_factory=dict)
     # class name -> constructor keyword -> (ReturnedResult, ...): results callers construct it with
     argument_values: dict = dataclasses.field(default_factory=dict)
+    # class name -> attribute -> PartWorld: the submodules cast apart from the rest of the class
+    parts: dict = dataclasses.field(default_factory=dict)
+    # called dotted name -> PartWorld: a project class (of another file) whose own submodules
+    # keep a low dtype, so the model it builds mixes dtypes (``BasicBlockIR(64, 64)``)
+    built: dict = dataclasses.field(default_factory=dict)
+    # function name -> ClassWorld: a function the program binds as the forward of a model's
+    # modules (``module.forward = fn.__get__(module)``), so ``self`` is a module of that world
+    functions: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -105,7 +125,11 @@ class FileWorlds:
                 sorted(self.config.items()),
                 sorted((n, [dataclasses.astuple(r) for r in rs]) for n, rs in self.values.items()),
                 sorted((n, sorted((k, [dataclasses.astuple(r) for r in rs]) for k, rs in by_kw.items()))
-                       for n, by_kw in self.argument_values.items())]
+                       for n, by_kw in self.argument_values.items()),
+                sorted((n, sorted((a, dataclasses.astuple(w)) for a, w in by_attr.items()))
+                       for n, by_attr in self.parts.items()),
+                sorted((n, dataclasses.astuple(w)) for n, w in self.built.items()),
+                sorted((n, dataclasses.astuple(w)) for n, w in self.functions.items())]
 
 
 def result_value(results: tuple, node: cst.CSTNode, origin_for, argument=None) -> Value | None:
@@ -187,6 +211,27 @@ class ReturnedOrigin(WorldOrigin):
     def __init__(self, node: cst.CSTNode, resolve, words: str, numpy: bool) -> None:
         super().__init__(node, resolve, words)
         self.numpy = numpy
+
+
+class PartWorldOrigin(WorldOrigin):
+    """The world of one submodule (see ``PartWorld``): a part's dtype, set elsewhere."""
+
+    __slots__ = ()
+    part = True
+
+
+def part_value(world: PartWorld, value, node: cst.CSTNode, origin_for):
+    """A submodule as its part world makes it: its own dtype, from the cast the world names."""
+    base = origin_for(node)
+    origin = PartWorldOrigin(node, base._resolve, world.origin)
+    return value.replace(dtypes=frozenset({world.dtype}), origins=((world.dtype, origin),), partial=False)
+
+
+def built_value(world: PartWorld, node: cst.CSTNode, origin_for, info: str):
+    """A float32 model built by a project class whose submodules keep a low dtype (``parts``)."""
+    base = origin_for(node)
+    origin = PartWorldOrigin(node, base._resolve, world.origin)
+    return make(MODULE, ("fp32",), base, info=info).replace(parts=((world.dtype, origin),))
 
 
 def world_values(world: ClassWorld, node: cst.CSTNode, origin_for, class_name: str):

@@ -75,6 +75,9 @@ class Summarizer:
         self.method_calls: list[dict] = []  # ``self.evaluator.evaluate(...)``: calls of an instance's method
         self.saves: list[dict] = []  # low-precision checkpoints ``torch.save`` writes (checkpoints.py)
         self.passes: list[dict] = []  # calls of imported functions given instances (by their refs)
+        self.parts: list[dict] = []  # submodules given a low dtype apart from their model
+        self.effect_calls: list[dict] = []  # ``model.init_weights()``: methods run for their effects
+        self.bound_forwards: list[dict] = []  # ``module.forward = fn.__get__(module)``: fn runs as a forward
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -109,6 +112,9 @@ class Summarizer:
             "passes": self.passes,
             "config_loads": loads_config(self._calls, self.imports),
             "values": module_values(self.tree),
+            "parts": self.parts,
+            "effect_calls": self.effect_calls,
+            "bound_forwards": self.bound_forwards,
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -164,20 +170,26 @@ class Summarizer:
             "methods": methods,
             "contains": contains,
             "attrs": {attr: sorted(refs) for attr, refs in sorted(self.attrs[node.name].items())},
+            # ``requires_grad_(False)`` somewhere in it: a low part may be a frozen one (no gradients)
+            "freezes": any("requires_grad" in line for line in self.lines[first - 1: last]),
         }
 
     def _function(self, node, cls: str | None, record: bool = True) -> None:
         args = node.args
         params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
         scope = _Scope(params, cls)
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            annotated = _dotted(arg.annotation) if arg.annotation is not None else None
+            if annotated is not None:
+                scope.env[arg.arg].add(annotated)  # ``def infer(model: Detector)``
         nodes = self._nodes.get(id(node), [])
         returns: set[str] = set()
         self._scope_body(node.body, scope, owner=node.name if cls is None else f"{cls}.{node.name}",
                          returns=returns, record=record, nodes=nodes)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
-            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno, "params": list(params),
-                                   "returns": sorted(returns)}
+            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno,
+                                   "params": list(params), "returns": sorted(returns)}
             restored = _restored_params(nodes, params)
             if restored:
                 self.functions[key]["restored"] = restored
@@ -220,9 +232,17 @@ class Summarizer:
         conditions = _Conditions(nodes)
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
         calls = []
+        method = owner.split(".", 1)[1] if owner and scope.cls and "." in owner else None
         for node in nodes:
+            if type(node) is ast.Expr and type(node.value) is ast.Call:
+                self._effect_call(node.value, scope, conditions)
+            elif type(node) is ast.Assign and len(node.targets) == 1:
+                if scope.cls is not None:
+                    self._built_part(node, scope, method, conditions)
+                self._bound_forward(node, owner)
             if isinstance(node, ast.Call):
                 calls.append(node)
+                self._part_cast(node, scope, method, conditions)
                 self._cast(node, scope, owner, conditions)
                 self._low_arguments(node, conditions)
                 self._method_call(node, scope)
@@ -456,6 +476,94 @@ class Summarizer:
                     return f"param:{name}", True
         return None
 
+    # -- parts: submodules with a dtype of their own ---------------------------------------------
+    def _owner_of(self, node: ast.AST, scope: _Scope) -> tuple[dict, list[str]] | None:
+        """Who holds the attribute chain ``node`` (``model.backbone``, ``self.model.encoder``):
+        ({"class": C} or {"refs": [...]}, the attributes), or None."""
+        attrs: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not attrs or not isinstance(node, ast.Name):
+            return None
+        attrs.reverse()
+        if node.id == "self" and scope.cls is not None:
+            return {"class": scope.cls, "refs": []}, attrs
+        refs = sorted(ref for ref in self._refs(node, scope) if not ref.startswith("param:"))
+        return ({"class": None, "refs": refs}, attrs) if refs else None
+
+    def _part(self, held: dict, attrs: list[str], dtype: str, conditional: bool, condition, node, method,
+              kind: str) -> None:
+        self.parts.append({
+            **held, "attrs": attrs, "dtype": dtype, "conditional": conditional or condition is not None,
+            "condition": condition, "line": node.lineno, "text": self._segment(node),
+            "method": method if held["class"] else None, "kind": kind,
+        })
+
+    def _part_cast(self, call: ast.Call, scope: _Scope, method, conditions: "_Conditions") -> None:
+        """``model.backbone.half()``, ``self.wte.to(torch.bfloat16)``: one attribute cast."""
+        cast = self._cast_dtype(call, scope)
+        if cast is None or cast[0].startswith("param:"):
+            return
+        owner = self._owner_of(call.func.value, scope)
+        if owner is not None:
+            self._part(*owner, cast[0], cast[1], conditions.get(id(call)), call, method, "cast")
+
+    def _built_part(self, node: ast.Assign, scope: _Scope, method, conditions: "_Conditions") -> None:
+        """``self.head = nn.Linear(d, n, dtype=torch.bfloat16)``, or such a layer inside
+        ``nn.Sequential(...)`` / ``nn.ModuleList([...])``: a submodule built in a low dtype."""
+        target = _dotted(node.targets[0])
+        value = node.value
+        if target is None or not target.startswith("self.") or target.count(".") != 1 or type(value) is not ast.Call:
+            return
+        name = _dotted(value.func)
+        if name is None or not name.split(".")[-1][:1].isupper():
+            return  # a module or parameter constructor, not a tensor factory (a buffer-like attribute)
+        for inner in ast.walk(value):
+            if type(inner) is not ast.Call:
+                continue
+            for keyword in inner.keywords:
+                low = _low_spelling(keyword.value) if keyword.arg == "dtype" else None
+                if low is None and keyword.arg == "dtype" and _dotted(keyword.value) in self.module_dtype_names:
+                    low = sorted(self.module_dtype_names[_dotted(keyword.value)])[0]
+                if low is not None and not isinstance(keyword.value, ast.Constant):
+                    self._part({"class": scope.cls, "refs": []}, [target[5:]], low, False,
+                               conditions.get(id(inner)), inner, method, "built")
+                    return
+
+    def _bound_forward(self, node: ast.Assign, owner: str | None) -> None:
+        """``module.forward = fn.__get__(module)`` / ``types.MethodType(fn, module)``: a function
+        of the program monkeypatched in as the forward of the modules of a model, which runs it
+        with ``self`` in the model's precision (the casts of the same function)."""
+        target, value = node.targets[0], node.value
+        if not (isinstance(target, ast.Attribute) and target.attr == "forward" and type(value) is ast.Call):
+            return
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr == "__get__":
+            bound = _dotted(func.value)
+        elif (_dotted(func) or "").split(".")[-1] == "MethodType" and value.args:
+            bound = _dotted(value.args[0])
+        else:
+            return
+        if bound is not None:
+            self.bound_forwards.append({"function": bound, "line": node.lineno, "owner": owner})
+
+    def _effect_call(self, call: ast.Call, scope: _Scope, conditions: "_Conditions") -> None:
+        """A statement ``model.init_weights()`` / ``self.prepare()``: a method run for its effects on
+        the instance (the parts it casts apply)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr in CHAIN_METHODS:
+            return
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and scope.cls is not None:
+            held = {"class": scope.cls, "refs": []}
+        else:
+            refs = sorted(ref for ref in self._refs(func.value, scope) if not ref.startswith("param:"))
+            if not refs:
+                return
+            held = {"class": None, "refs": refs}
+        self.effect_calls.append({**held, "method": func.attr, "line": call.lineno,
+                                  "conditional": id(call) in conditions})
+
     def _cast(self, call: ast.Call, scope: _Scope, owner: str | None, conditions: "_Conditions") -> None:
         cast = self._cast_dtype(call, scope)
         if cast is None:
@@ -597,7 +705,8 @@ def summarize(tree: ast.Module, text: str) -> dict:
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": [], "config_loads": False, "values": {}}
+               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": [], "config_loads": False,
+               "values": {}, "parts": [], "effect_calls": [], "bound_forwards": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str) -> dict:

@@ -191,6 +191,12 @@ class Project:
                               setting=setting, trains=cast.get("trains", False), methods=tuple(cast.get("methods", ())))
                 for cls in self.classes_of(path, cast["refs"]):
                     direct.setdefault(cls, set()).add(world)
+        # a cast of one attribute (``model.backbone.half()``) casts the class that attribute holds
+        for (path, name), attr, _, kind, world in self._part_entries():
+            info = self.summaries[path]["classes"].get(name)
+            if kind == "cast" and info is not None:
+                for cls in self.classes_of(path, info["attrs"].get(attr, ())):
+                    direct.setdefault(cls, set()).add(world)
         # a cast reaches the submodules a class builds, and the base classes whose methods run
         edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
         for path, summary in self.summaries.items():
@@ -233,6 +239,147 @@ class Project:
 
             return deepspeed_file_setting(self.files.get(path, path), cast["config_file"])
         return None, None
+
+    # -- parts: submodules given a dtype apart from their model ---------------------------------
+    def _called_methods(self) -> dict[tuple[str, str, str], bool]:
+        """(path, class, method) -> only conditionally: the methods a statement runs on an
+        instance (``model.init_weights()``) or on ``self``, anywhere in the program."""
+        called: dict[tuple[str, str, str], bool] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("effect_calls", ()):
+                owners = {(path, call["class"])} if call["class"] else self.classes_of(path, call["refs"])
+                for where, name in owners:
+                    key = (where, name, call["method"])
+                    called[key] = called.get(key, True) and call["conditional"]
+        return called
+
+    def _holders(self, path: str, part: dict) -> set[tuple[str, str]]:
+        """The classes whose attribute ``part["attrs"][-1]`` the part sets (through the chain)."""
+        holders = {(path, part["class"])} if part["class"] else self.classes_of(path, part["refs"])
+        for attr in part["attrs"][:-1]:
+            inner: set[tuple[str, str]] = set()
+            for where, name in sorted(holders):
+                info = self.summaries[where]["classes"].get(name)
+                if info is not None:
+                    inner |= self.classes_of(where, info["attrs"].get(attr, ()))
+            holders = inner
+        return holders
+
+    def _part_entries(self) -> list[tuple[tuple[str, str], str, bool, str, World]]:
+        """(class, attribute, the class sets it itself, kind, world) for every part that applies: a
+        part a method sets applies when the program runs that method (``__init__`` always)."""
+        called = self._called_methods()
+        found = []
+        for path, summary in self.summaries.items():
+            for part in summary.get("parts", ()):
+                conditional = part["conditional"]
+                holders = self._holders(path, part)
+                if part["method"] not in (None, "__init__"):
+                    key = (path, part["class"], part["method"])
+                    if key not in called:
+                        continue  # a helper nobody calls casts nothing
+                    conditional = conditional or called[key]
+                text = part["text"] + (f"` in `{part['method']}" if part["method"] not in (None, "__init__") else "")
+                world = World(part["dtype"], conditional, part["condition"], path, part["line"], text)
+                own = part["class"] is not None and len(part["attrs"]) == 1
+                found.extend((holder, part["attrs"][-1], own, part["kind"], world) for holder in sorted(holders))
+        return found
+
+    def parts(self) -> dict[tuple[str, str], dict[str, list[World]]]:
+        """(path, class) -> attribute -> the dtypes the program gives that submodule apart from
+        the rest of the class by a cast (``model.backbone.half()``, ``self.wte.to(torch.bfloat16)``
+        in an ``init_weights`` the program calls). A part of a class is a part of its subclasses'
+        instances too (whose methods it may run)."""
+        found: dict[tuple[str, str], dict[str, set[World]]] = {}
+        bases = self._base_edges()
+        for holder, attr, _, kind, world in self._part_entries():
+            if kind != "cast":
+                # a layer built with ``dtype=``: made so on purpose, and often run under autocast,
+                # which hands it its dtype; only its training (``built``) is judged
+                continue
+            stack, seen = [holder], {holder}
+            while stack:  # the class and the bases whose methods its instances run
+                current = stack.pop()
+                found.setdefault(current, {}).setdefault(attr, set()).add(world)
+                for base in sorted(bases.get(current, ())):
+                    if base not in seen:
+                        seen.add(base)
+                        stack.append(base)
+        return {cls: {attr: sorted(worlds, key=World.sort_key) for attr, worlds in sorted(by_attr.items())}
+                for cls, by_attr in sorted(found.items())}
+
+    def built(self) -> dict[str, dict[str, list[World]]]:
+        """path -> called name -> the low parts of the project class (of another file) it builds:
+        the class's own parts (set in ``__init__`` or a method the program calls), and those of
+        every class it contains (a model of ``BasicBlockIR`` blocks holds their float16 PReLU)."""
+        own: dict[tuple[str, str], set[World]] = {}
+        for holder, _, by_itself, _, world in self._part_entries():
+            info = self.summaries[holder[0]]["classes"].get(holder[1], {})
+            if by_itself and not info.get("freezes"):
+                # every instance has it (a cast of one instance stays with that instance); a class
+                # that freezes parameters may hold a frozen low part, which has no gradients to scale
+                own.setdefault(holder, set()).add(world)
+        if not own:
+            return {}
+        contains: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for path, summary in self.summaries.items():
+            for name, info in summary["classes"].items():
+                attrs = [ref for refs in info["attrs"].values() for ref in refs]
+                reached = self.classes_of(path, [*info["contains"], *attrs, *info["bases"]])
+                reached.discard((path, name))
+                if reached:
+                    contains[(path, name)] = reached
+        memo: dict[tuple[str, str], frozenset] = {}
+
+        def low_parts(cls: tuple[str, str]) -> frozenset:
+            if cls not in memo:
+                memo[cls] = frozenset()  # cycles contribute nothing
+                found = set(own.get(cls, ()))
+                for inner in sorted(contains.get(cls, ())):
+                    found |= low_parts(inner)
+                memo[cls] = frozenset(found)
+            return memo[cls]
+
+        result: dict[str, dict[str, list[World]]] = {}
+        for path, summary in self.summaries.items():
+            for name in summary.get("calls", ()):
+                for kind, where, cls in self.resolve(path, name):
+                    if kind == "class" and where != path:
+                        worlds = low_parts((where, cls))
+                        if worlds:
+                            result.setdefault(path, {})[name] = sorted(worlds, key=World.sort_key)
+        return result
+
+    def bound(self) -> dict[tuple[str, str], list[World]]:
+        """(path, function) -> the worlds of the models whose modules run it as their forward
+        (``module.forward = fn.__get__(module)`` next to ``model = model.half()``, in one function)."""
+        found: dict[tuple[str, str], set[World]] = {}
+        for path, summary in self.summaries.items():
+            bindings = summary.get("bound_forwards", ())
+            if not bindings:
+                continue
+            for binding in bindings:
+                worlds = {
+                    World(cast["dtype"], cast["conditional"], cast["condition"], path, cast["line"], cast["text"])
+                    for cast in summary["casts"]
+                    if cast["owner"] == binding["owner"] and not cast["dtype"].startswith("param:")
+                }
+                if not worlds:
+                    continue
+                for kind, where, name in self.resolve(path, binding["function"]):
+                    if kind == "function" and "." not in name:
+                        found.setdefault((where, name), set()).update(worlds)
+        return {key: sorted(worlds, key=World.sort_key) for key, worlds in sorted(found.items())}
+
+    def _base_edges(self) -> dict[tuple[str, str], set[tuple[str, str]]]:
+        edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for path, summary in self.summaries.items():
+            for name, info in summary["classes"].items():
+                reached = self.classes_of(path, info["bases"])
+                reached.discard((path, name))
+                if reached:
+                    edges[(path, name)] = reached
+        return edges
 
     def arguments(self) -> dict[tuple[str, str], dict[str, list[World]]]:
         """(path, class) -> constructor keyword -> the low dtypes callers pass it

@@ -196,6 +196,14 @@ class LowpModelFp32Input(Rule):
     called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
     the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
     Lightning in float16, in another file) that does not keep that submodule float32 itself.
+    Inside a
+    module's `forward`, a `self.<attr>(x)` call is reported when that submodule was cast apart
+    from the rest of the model (`model.backbone.half()` in an inference helper, in any file
+    of the checked paths) and `x` comes from the float32 rest (`self.backbone(self.stem(x))`);
+    a call on a submodule that only follows its model's cast is reported at the model's call.
+    A function monkeypatched in as the forward of a cast model's modules (`module.forward =
+    fn.__get__(module)`, `types.MethodType(fn, module)`) runs with `self` in the model's dtype,
+    so a buffer it makes without `dtype=` and hands to `self.to_out(...)` is reported there.
 
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
@@ -267,14 +275,16 @@ class LowpModelFp32Input(Rule):
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
             return
-        if _root_name(module_node) == "self" and not _in_plain_class(self.ctx, node) \
-                and not _runs_in_world(self.ctx, node, module_node):
+        low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
+        if _root_name(module_node) == "self" and _in_module_class(self.ctx, node) \
+                and not _runs_in_world(self.ctx, node, module_node) \
+                and not part_meets_here(self.ctx, module_node, module, low):
             # ``self.dense(x)`` in a forward the flow ran for ``model(x)``: the dtype of ``self``
             # is the caller's, and the finding belongs (and is reported) at that call. A plain
             # class (a predictor holding ``self.model``) owns its attributes' dtypes: report here;
-            # so does a class the project pass checks under a precision world (no caller here).
+            # so does a class the project pass checks under a precision world (no caller here),
+            # and a part cast apart from the model (``model.backbone.half()``).
             return
-        low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         for arg in arguments(node):
             if arg.star:
                 continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
@@ -456,6 +466,30 @@ class PartialLowpCast(Rule):
             type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key
             for node in walk(function)
         )
+
+
+def part_meets_here(ctx, module_node: cst.BaseExpression, value: Value, dtype: str) -> bool:
+    """``value`` has ``dtype`` because one part of the model was given it (``model.backbone.half()``,
+    ``nn.Linear(..., dtype=torch.bfloat16)``, a part world of the project), not the module the
+    method runs on: the part meets the rest of the model at this ``self.<attr>(...)`` call, where
+    the finding belongs (inside the part's own forward, ``self`` is that part: the caller's)."""
+    origin = value.origin_of(dtype)
+    if origin is None or not origin.part:
+        return False
+    root = module_node
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    owner = ctx.flow.value_of(root)
+    mine = owner.origin_of(dtype) if owner is not None else None
+    return mine is None or not (mine is origin or type(mine) is type(origin) and mine.node is origin.node
+                                and mine.describe() == origin.describe())
+
+
+def _in_module_class(ctx, node: cst.CSTNode) -> bool:
+    """Inside a method of a class that is not a plain ``object`` (so an nn.Module, whose
+    ``self.*`` take the dtype of the instance a caller cast). A function outside any class that
+    takes ``self`` (one monkeypatched in as a forward) has no caller here to report at."""
+    return ctx.enclosing(node, cst.ClassDef) is not None and not _in_plain_class(ctx, node)
 
 
 def _in_plain_class(ctx, node: cst.CSTNode) -> bool:

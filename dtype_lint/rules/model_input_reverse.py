@@ -20,6 +20,7 @@ from dtype_lint.rules.model_input import (
     dtype_phrase,
     forward_casts_inputs,
     is_loss_module,
+    part_meets_here,
     suffix_edit,
 )
 
@@ -34,7 +35,11 @@ class Fp32ModelLowpInput(Rule):
     on every path: never cast, or cast back with `.float()`) on a tensor that is float16 or
     bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`. A model
     that went through `accelerator.prepare`, `unwrap_model`, `deepspeed.initialize` or a
-    Lightning `setup` is skipped: those wrap its forward in autocast.
+    Lightning `setup` is skipped: those wrap its forward in autocast. Inside a module's
+    `forward`, `self.head(x)` is reported when `x` is the output of a submodule cast apart from
+    the rest (`self.wte.to(torch.bfloat16)` in an `init_weights()` the program calls, or
+    `model.encoder.half()` in another file) and `self.head` is float32; a model one of whose
+    parts was cast is not judged at its own call (the input may be meant for that part).
 
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
@@ -90,8 +95,9 @@ class Fp32ModelLowpInput(Rule):
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.only(FP32) or is_loss_module(module) or module.role == "quantized":
             return
-        if not LowpModelFp32Input._own_or_torch(module) or _root_name(module_node) == "self":
-            return
+        if not LowpModelFp32Input._own_or_torch(module) or module.parts:
+            return  # a model with a low part (``model.vision.half()``) may take low inputs
+        inside = _root_name(module_node) == "self"  # reported at the caller, unless a part meets the rest here
         if self.ctx.flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
             return
         if self._wrapped(module_node):
@@ -103,7 +109,7 @@ class Fp32ModelLowpInput(Rule):
             if value is None or value.kind != "tensor" or value.autocast is not None:
                 continue
             low = FP16 if value.only(FP16) else BF16 if value.only(BF16) else None
-            if low is None:
+            if low is None or inside and not part_meets_here(self.ctx, module_node, value, low):
                 continue
             confidence = Confidence.HIGH if module.certain and value.certain else Confidence.MEDIUM
             message = (

@@ -26,6 +26,7 @@ from dtype_lint.facts.training import (
     walk,
 )
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
+from dtype_lint.project.seeding import WorldOrigin
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -87,7 +88,9 @@ class ScalerWithBf16(Rule):
     `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
     `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
     so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
-    `precision="bf16-mixed"`).
+    `precision="bf16-mixed"`), and one whose optimizer steps a model one part of which is built in
+    bfloat16 (`nn.ModuleList([nn.Linear(d, d, dtype=torch.bfloat16) ...])`, in any file: reported
+    at that layer when it is made in this file, else at the scaler).
     A config-driven dtype with a scaler built only under a condition (often the same flag that
     picks float16) is low confidence: the rule does not relate the two conditions. Whatever the
     autocast dtype, a scaler whose scaled loss (in its own function) is computed by a module the
@@ -285,7 +288,7 @@ class ScalerWithBf16(Rule):
                 confidence = Confidence.MEDIUM
             self.report(scaler, message, confidence=confidence, fix=self._fix(facts, scaler, known))
             return
-        if self._bf16_model_loss(scaler):
+        if self._bf16_model_loss(scaler) or self._bf16_part(scaler):
             return
         if regions:
             return
@@ -351,6 +354,28 @@ class ScalerWithBf16(Rule):
                             confidence=Confidence.MEDIUM if conditional else Confidence.HIGH,
                         )
                         return True
+        return False
+
+    def _bf16_part(self, scaler: cst.Call) -> bool:
+        """An optimizer over a model one part of which keeps bfloat16 weights (``nn.ModuleList(
+        [nn.Linear(..., dtype=torch.bfloat16)])``): its bf16 gradients reach the scaler whatever the
+        autocast. Reported where the part is made (or, made in another file, at the scaler)."""
+        for optimizer in self.ctx.flow.optimizers:
+            params = optimizer.params
+            part = next((origin for dtype, origin in params.parts if dtype == "bf16"), None) if params else None
+            if part is None or params.only("bf16"):
+                continue
+            anchor = scaler if isinstance(part, WorldOrigin) else part.node
+            self.report(
+                anchor,
+                f"{_scaler_phrase(self.ctx, scaler)} (line {_line(self.ctx, scaler)}) is enabled but `{optimizer.target}`"
+                f" has a bfloat16 part since {part.describe()}, whose parameters the optimizer at line"
+                f" {_line(self.ctx, optimizer.node)} steps: CUDA cannot unscale bf16 gradients"
+                " (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not implemented for 'BFloat16'); build the part"
+                " in float32 and let autocast pick the compute dtype",
+                confidence=Confidence.MEDIUM,
+            )
+            return True
         return False
 
     def _fix(self, facts, scaler: cst.Call, known) -> Fix | None:
@@ -422,7 +447,11 @@ class Fp16TrainableParams(Rule):
     sits on that load or cast. When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
-    float32 adapters: the finding is then low confidence (hidden at the default level).
+    float32 adapters: the finding is then low confidence (hidden at the default level). A model
+    only one part of which is float16 (a layer built with `dtype=torch.float16`, also inside
+    `nn.Sequential` / `nn.ModuleList`, in a class the model contains, in any file) is reported
+    where that layer is made, or, when it is made in another file, at the `scaler.unscale_` /
+    `scaler.step` call that raises.
 
     ## Why is this bad?
     Mixed precision keeps the trainable weights in float32 and lets autocast run fp16 kernels.
@@ -509,9 +538,19 @@ class Fp16TrainableParams(Rule):
                 # Loss scaling on some runs only (a precision flag): the defect is the load or cast
                 # that follows the same flag into the trained weights; report there, where the fix goes.
                 anchor = self._fp16_cast_of(optimizer) or anchor
+            part = next((origin for dtype, origin in params.parts if dtype == "fp16"), None)
+            what = f"{params.describe()} {params.since('fp16')}"
+            if part is not None and not params.only("fp16"):
+                # one part of the model keeps float16 (``nn.PReLU(..., dtype=torch.float16)``):
+                # report where it is made, or, made in another file, where the scaler unscales
+                what = f"float32 with a float16 part since {part.describe()}"
+                if frozen:
+                    confidence = Confidence.LOW  # the float16 part may be a frozen one (no gradients)
+                anchor = part.node if not isinstance(part, WorldOrigin) else self._unscaling_call(optimizer) or anchor
+            trainer = "this optimizer" if anchor is optimizer.node else f"the optimizer at line {_line(self.ctx, optimizer.node)}"
             self.report(
                 anchor,
-                f"`{optimizer.target}` is {params.describe()} {params.since('fp16')} and this optimizer trains its"
+                f"`{optimizer.target}` is {what} and {trainer} trains its"
                 f" parameters with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16"
                 " gradients.\"); keep the weights float32 and let autocast run fp16",
                 confidence=confidence,
@@ -537,6 +576,22 @@ class Fp16TrainableParams(Rule):
                 f" load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
+
+    def _unscaling_call(self, optimizer) -> cst.Call | None:
+        """The first ``scaler.step(opt)`` / ``scaler.unscale_(opt)`` of the optimizer (where
+        "Attempting to unscale FP16 gradients." is raised)."""
+        assign = self.ctx.parent(optimizer.node)
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        name = dotted_name(assign.targets[0].target)
+        for call in training_facts(self.ctx).calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in ("step", "unscale_") and call.args):
+                continue
+            receiver = self.ctx.flow.value_of(func.value)
+            if receiver is not None and receiver.kind == "scaler" and dotted_name(call.args[0].value) == name:
+                return call
+        return None
 
     def _fp16_cast_of(self, optimizer) -> cst.Call | None:
         """The last call of the optimizer's function, before it, that loads or casts its target

@@ -21,18 +21,24 @@ from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
-    Origin, Value, join, make, promote,
+    Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
 from dtype_lint.project.seeding import (
-    argument_value, result_value, returned_value, world_tensor_parameter, world_values,
+    WorldOrigin, argument_value, built_value, part_value, result_value, returned_value, world_tensor_parameter,
+    world_values,
 )
 from dtype_lint.facts.training import child_nodes, walk
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
 MAX_RUNS_PER_FUNCTION = 6  # distinct argument sets interpreted per function
 MAX_LOOP_PASSES = 3
+# Methods of a module that are not calls of a submodule (``self.parameters()``).
+NOT_SUBMODULES = lib.MODULE_SELF_METHODS | frozenset(lib.CAST_METHODS) | frozenset(
+    "to type parameters named_parameters modules named_modules children named_children buffers state_dict "
+    "load_state_dict register_buffer register_parameter zero_grad forward get_submodule".split()
+)
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply, cst.Modulo, cst.FloorDivide)
 
 
@@ -189,6 +195,19 @@ class Interpreter:
             found = self._origins[id(node)] = Origin(node, self._describe)
         return found
 
+    def _part_origin(self, node: cst.CSTNode) -> PartOrigin:
+        """The origin of a dtype given to one submodule (``model.backbone.half()``)."""
+        key = ("part", id(node))
+        found = self._origins.get(key)
+        if found is None:
+            found = self._origins[key] = PartOrigin(node, self._describe)
+        return found
+
+    def _as_part(self, value: Value, node: cst.CSTNode) -> Value:
+        """``value`` with its dtypes set at ``node`` on a part of a model."""
+        origin = self._part_origin(node)
+        return value.replace(origins=tuple((d, origin) for d, _ in value.origins))
+
     def _describe(self, node: cst.CSTNode) -> tuple[int, str]:
         line = self.ctx.position(node).start.line
         text = " ".join(self.ctx.code_for(node).split())
@@ -277,10 +296,16 @@ class Interpreter:
                         if owner is not None and owner.kind == MODULE and owner.dtypes:
                             value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
                     if value is not None and current.cls.is_module and value.kind == MODULE:
+                        value = self._world_part(current.cls, attr, value)
                         # A whole-model cast changes submodules: they have the dtype of the
                         # instance this method runs on when the caller's is known, else unknown.
+                        # A part keeps its own dtype (``dtype=`` at construction, a cast of the
+                        # attribute) unless the whole model was cast.
                         owner = current.env.get("self")
-                        if owner is not None and owner.kind == MODULE and owner.dtypes:
+                        if part_dtypes(value) and not _whole_low(owner):
+                            if owner is None or owner.kind != MODULE or not owner.dtypes:
+                                value = value.replace(partial=True)
+                        elif owner is not None and owner.kind == MODULE and owner.dtypes:
                             value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
                         else:
                             value = value.replace(dtypes=frozenset(), origins=(), partial=False)
@@ -307,6 +332,12 @@ class Interpreter:
         env = frame.env
         env[key] = value
         prefix = key + "."
+        if value is not None and "." in key and part_dtypes(value):
+            # the model that holds the part now mixes dtypes (``model.vision.half()``)
+            holder = key.rsplit(".", 1)[0]
+            held = env.get(holder)
+            if held is not None and held.kind == MODULE:
+                env[holder] = held.replace(parts=merge_parts(held.parts, _low_parts(value)))
         if value is not None:
             for existing in [k for k in env if k.startswith(prefix)]:
                 sub = env[existing]
@@ -732,6 +763,9 @@ class Interpreter:
                     # a caller elsewhere passes a project function's result (``class_weights=weights(y)``)
                     bound[param.name.value] = (result_value(given, info.node, self.origin), None, {})
             world = self._world_of(cls)
+            if world is None and self._parts_of(cls) is not None:
+                # only parts of the class are cast in the project: the rest of it is float32
+                self_value = self._instance(cls, None)
             callback = self._callback_world(cls, info.node.name.value) if world is None else None
             if world is not None or callback is not None:
                 # a precision world of the project pass: the class is cast elsewhere (see project/),
@@ -747,6 +781,14 @@ class Interpreter:
         for name, world in (passed or {}).items():
             # a caller in another file gives this helper an instance its class's ``__init__`` casts
             bound[name] = (returned_value(world, info.node, self.origin), None, {})
+        bound_world = self._bound_world(info) if cls is None else None
+        if bound_world is not None and params:
+            # monkeypatched in as the forward of a model's modules: ``self`` is one of them
+            module, tensor = world_values(bound_world, info.node, self.origin, None)
+            bound[params[0].name.value] = (module, None, {})
+            for param in params[1:]:
+                if world_tensor_parameter(param):
+                    bound[param.name.value] = (tensor, None, {})
         for param in (*info.node.params.params, *info.node.params.kwonly_params):
             typed = self._annotated_module(param, info.outer or self.module_frame)
             if typed is not None and param.name.value not in bound:
@@ -835,15 +877,41 @@ class Interpreter:
         world = worlds.classes.get(cls.name) if worlds is not None else None
         return world if world is not None and method in world.methods else None
 
+    def _bound_world(self, info: FunctionInfo):
+        worlds = getattr(self.ctx, "worlds", None)
+        functions = getattr(worlds, "functions", None) if worlds is not None else None
+        if not functions or not (info.outer is None or info.outer is self.module_frame):
+            return None
+        return functions.get(info.node.name.value)
+
+    def _parts_of(self, cls: ClassInfo) -> dict | None:
+        """attribute -> PartWorld: the class's submodules the project casts apart (``model.backbone.half()``)."""
+        worlds = getattr(self.ctx, "worlds", None)
+        parts = getattr(worlds, "parts", None) if worlds is not None else None
+        # (an empty dict: a class the parted ones hold, float32 with them)
+        return parts.get(cls.name) if parts and cls.is_module and self._world_of(cls) is None else None
+
+    def _world_part(self, cls: ClassInfo, attr: str, value: Value) -> Value:
+        parts = self._parts_of(cls)
+        world = parts.get(attr) if parts else None
+        return part_value(world, value, cls.node, self.origin) if world is not None else value
+
     def _arguments_of(self, cls: ClassInfo) -> dict | None:
         worlds = getattr(self.ctx, "worlds", None)
         return worlds.arguments.get(cls.name) if worlds is not None else None
 
     def _returned_world(self, node: cst.Call):
-        """A call of a project function (another file) that returns a low-precision model."""
+        """A call of a project function (another file) that returns a low-precision model, or
+        builds a project class whose submodules keep a low dtype."""
         worlds = getattr(self.ctx, "worlds", None)
-        world = worlds.returned.get(dotted_name(node.func) or "") if worlds is not None else None
-        return returned_value(world, node, self.origin) if world is not None else None
+        if worlds is None:
+            return None
+        called = dotted_name(node.func) or ""
+        world = worlds.returned.get(called)
+        if world is not None:
+            return returned_value(world, node, self.origin)
+        built = worlds.built.get(called)
+        return built_value(built, node, self.origin, called) if built is not None else None
 
     def _loaded_checkpoint(self, qualified, node: cst.Call):
         """``torch.load(...)`` when the project saves low-precision checkpoints (project/checkpoints.py)."""
@@ -954,9 +1022,16 @@ class Interpreter:
             summary = self.flow._summaries[id(node)] = FunctionSummary(node)
         summary.returns = frame.returns if summary.calls == 0 else join(summary.returns, frame.returns)
         summary.calls += 1
+        final_self = frame.env.get("self") if info.cls else None
         if info.cls is not None and node.name.value == "__init__":
             self._collect_attrs(info.cls, frame)
-        result = (frame.returns, dict(frame.mutations), frame.env.get("self") if info.cls else None)
+            if final_self is not None and final_self.kind == MODULE:
+                # the low parts this construction built (``self.act = nn.PReLU(..., dtype=torch.float16)``)
+                parts = merge_parts(*(_low_parts(value) for key, value in sorted(frame.env.items(), key=lambda kv: kv[0])
+                                      if key.startswith("self.") and "." not in key[5:]))
+                if parts:
+                    final_self = final_self.replace(parts=merge_parts(final_self.parts, parts))
+        result = (frame.returns, dict(frame.mutations), final_self)
         if key is not None:
             self._memo[key] = result
         return result
@@ -997,6 +1072,25 @@ class Interpreter:
             if final_self is not None and final_self.kind == MODULE:
                 instance = final_self
         return instance
+
+    def _container(self, node: cst.Call, qualified: str) -> Value:
+        """``nn.Sequential(...)`` / ``nn.ModuleList([...])``: float32, keeping its layers' low parts."""
+        value = make(MODULE, (self.default_float,), self.origin(node), info=qualified)
+        children: list[Value] = []
+        for arg in node.args:
+            if arg.keyword is None:
+                children.extend(_modules_in(self._values.get(id(arg.value))))
+        parts = merge_parts(*(_low_parts(child) for child in children))
+        return value.replace(parts=parts) if parts else value
+
+    def _parameter_parts(self, module: Value, key: str | None, frame: Frame) -> tuple:
+        """The low parts of a module's parameters: its own, and those of its attributes cast
+        since (``model.init_weights()`` casting ``self.wte``)."""
+        found = [module.parts]
+        if key:
+            found.extend(_low_parts(value) for _, value in sorted(self._sub_env(key, frame).items())
+                         if value is not None and value.kind == MODULE and part_dtypes(value))
+        return merge_parts(*found)
 
     # -- expressions --------------------------------------------------------------------------
     def ev(self, node: cst.BaseExpression | None, frame: Frame, statement: bool = False) -> Value | None:
@@ -1298,6 +1392,12 @@ class Interpreter:
             if not qualified:
                 callee = self.ev(func, frame)
                 receiver = self._current.get(id(func.value))
+                if callee is None and frame.cls is None and isinstance(func.value, cst.Name) \
+                        and func.value.value == "self" and _world_module(receiver) \
+                        and func.attr.value not in NOT_SUBMODULES and not func.attr.value.startswith("_"):
+                    # ``self.to_out(x)`` in a function run as the forward of a precision world's
+                    # modules (monkeypatched in): its submodules are in the world too
+                    callee = self._record(func, receiver.replace(info=None))
         else:
             qualified = self.names.qualified_names(func) if isinstance(func, cst.Name) else ()
             if not qualified:
@@ -1390,7 +1490,13 @@ class Interpreter:
                 # its class weights travel with it (``element``): each call computes with them
                 weight = self._argument_value(node, "weight") or self._argument_value(node, "pos_weight")
                 return make(MODULE, info=qualified, element=weight if weight is not None and weight.kind == TENSOR else None)
-            return self._typed(MODULE, node, self.default_float, info=qualified)
+            if attr in lib.CONTAINERS:
+                return self._container(node, qualified)
+            layer = self._typed(MODULE, node, self.default_float, info=qualified)
+            if layer is not None and layer.dtypes & LOW and _arg(node, "dtype") is not None:
+                # ``nn.PReLU(depth, dtype=torch.float16)``: a layer that keeps its own dtype in a model
+                return self._as_part(layer, node)
+            return layer
         if module == "torch.optim" or module.startswith("torch.optim.") or (
             lib.OPTIMIZER_CLASS.search(attr) and module.startswith(lib.OPTIMIZER_MODULES)
         ):
@@ -1929,6 +2035,8 @@ class Interpreter:
     def _module_method(self, method, receiver, key, node, frame, statement) -> Value | None:
         cast = self._cast_value(receiver, MODULE, method, node)
         if cast is not NOTHING:
+            if cast is not None and key is not None and "." in key and cast.dtypes:
+                cast = self._as_part(cast, node)  # ``model.backbone.half()``: one part of the model
             if key is not None:
                 self._add_cast(Cast(
                     target=key, dtypes=cast.dtypes, before=receiver, node=node, in_place=statement,
@@ -1941,8 +2049,15 @@ class Interpreter:
             return None
         if method in ("parameters", "named_parameters"):
             module = receiver
-            return Value(kind=PARAMS, dtypes=module.dtypes, partial=module.partial, origins=module.origins,
-                         target=key, info="named" if method == "named_parameters" else None, role=module.role)
+            dtypes, origins = module.dtypes, module.origins
+            parts = self._parameter_parts(module, key, frame) if module is not None else ()
+            if parts and dtypes:
+                # some submodules keep a low dtype of their own: the parameters mix dtypes
+                dtypes = dtypes | {d for d, _ in parts}
+                origins = merge_parts(origins, parts)
+            return Value(kind=PARAMS, dtypes=dtypes, partial=module.partial, origins=origins,
+                         target=key, info="named" if method == "named_parameters" else None, role=module.role,
+                         parts=parts)
         if method in lib.MODULE_SELF_METHODS or method in ("to", "type"):
             return receiver  # a device move or a no-op: same module, same dtype
         if method in ("forward", "__call__"):
@@ -2052,6 +2167,38 @@ NOTHING = _Nothing()
 
 def _is_static(function: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)
+
+
+def _world_module(value: Value | None) -> bool:
+    """A module whose dtype is a precision world's (seeded by the project pass)."""
+    return value is not None and value.kind == MODULE and isinstance(value.origin, WorldOrigin)
+
+
+def _whole_low(owner: Value | None) -> bool:
+    """The module a method runs on was cast to low precision as a whole (not one of its parts)."""
+    return owner is not None and owner.kind == MODULE and bool(owner.dtypes & LOW) and not part_dtypes(owner)
+
+
+def _low_parts(value: Value | None) -> tuple:
+    """(dtype, Origin) of the low dtypes a submodule (or a parameter) holds, its own and its parts'."""
+    if value is None or not (value.kind == MODULE or value.kind == TENSOR and value.role == "param"):
+        return ()
+    own = tuple((d, o) for d, o in value.origins if d in LOW)
+    return merge_parts(own, value.parts)
+
+
+def _modules_in(value: Value | None) -> list[Value]:
+    """The modules a container's argument holds (a module, a list of them, a comprehension)."""
+    if value is None:
+        return []
+    if value.kind == MODULE:
+        return [value]
+    if value.kind in (TUPLE, MAPPING):
+        held = [v for v in (value.items or ()) if v is not None]
+        if value.element is not None:
+            held.append(value.element)
+        return [v for v in held if v.kind == MODULE]
+    return []
 
 
 def _chained_module_key(expr: cst.BaseExpression) -> str | None:

@@ -69,6 +69,8 @@ SAME_DTYPE_METHODS = frozenset(
 BOOL_METHODS = frozenset("eq ne gt lt ge le isnan isinf isfinite logical_and logical_or logical_not any all".split())
 INT_METHODS = frozenset("argmax argmin argsort nonzero multinomial".split())
 # Module methods that return the module itself (no dtype change).
+# torch.nn containers: float32 themselves, they keep the low dtypes of the layers they hold.
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 MODULE_SELF_METHODS = frozenset("cuda cpu train eval requires_grad_ apply to_empty share_memory xpu mps npu".split())
 
 NUMPY_FLOAT_FACTORIES = frozenset(

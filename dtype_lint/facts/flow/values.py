@@ -44,6 +44,9 @@ class Origin:
 
     __slots__ = ("node", "_resolve", "_cache")
     numpy = False  # a dtype that came from a NumPy array in another file (project/seeding.py)
+    # A dtype set on one part of a model (``model.backbone.half()``, a layer built with
+    # ``dtype=torch.float16`` inside a float32 model): it meets the rest inside ``forward``.
+    part = False
 
     def __init__(self, node: "cst.CSTNode", resolve) -> None:
         self.node = node
@@ -71,6 +74,18 @@ class Origin:
         return f"Origin({type(self.node).__name__})"
 
 
+class PartOrigin(Origin):
+    """The origin of a dtype given to a submodule, not to the whole model (see ``Origin.part``)."""
+
+    __slots__ = ()
+    part = True
+
+
+def part_dtypes(value: "Value") -> frozenset:
+    """The low dtypes of ``value`` that come from a part of a model (``PartOrigin``)."""
+    return frozenset(d for d, origin in value.origins if d in LOW and origin.part)
+
+
 @dataclasses.dataclass(frozen=True)
 class Value:
     """What the analysis knows about an expression at the point it is evaluated.
@@ -84,6 +99,9 @@ class Value:
     ``element``: what indexing a mapping/batch gives. ``autocast``: the effective dtype of the
     autocast region that produced this tensor (None when produced outside autocast); on a module,
     the region a framework runs its forward in (``accelerator.prepare`` under mixed precision).
+    ``parts``: on a module, (dtype, Origin) pairs of the low dtypes some of its submodules keep
+    beyond ``dtypes`` (an ``nn.PReLU(..., dtype=torch.float16)`` inside a float32 block); a
+    whole-model cast drops them.
     """
 
     kind: str = UNKNOWN
@@ -96,6 +114,7 @@ class Value:
     items: tuple | None = None
     element: "Value | None" = None
     autocast: str | None = None
+    parts: tuple = ()
 
     # -- questions rules ask --------------------------------------------------------------------
     @property
@@ -199,7 +218,17 @@ def join(a: Value | None, b: Value | None) -> Value | None:
         items=items,
         element=join(a.element, b.element) if (a.element is not None or b.element is not None) else None,
         autocast=a.autocast if a.autocast == b.autocast else None,
+        parts=merge_parts(a.parts, b.parts),
     )
+
+
+def merge_parts(*groups) -> tuple:
+    """(dtype, Origin) pairs of several ``Value.parts``, the first origin of each dtype."""
+    found: dict[str, object] = {}
+    for group in groups:
+        for dtype, origin in group:
+            found.setdefault(dtype, origin)
+    return tuple((d, found[d]) for d in DTYPES if d in found)
 
 
 def promote_pair(x: str, y: str) -> str:
