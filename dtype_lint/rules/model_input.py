@@ -994,6 +994,9 @@ class NumpyFloat64Leak(Rule):
             return
         if forward_casts_inputs(self.ctx, module):
             return
+        if _root_name(module_node) == "self" and _in_module_class(self.ctx, node) \
+                and not _runs_in_world(self.ctx, node, module_node):
+            return  # ``self.fc(x)`` in a forward the flow ran for ``model(x)``: reported at that call
         (dtype,) = module.dtypes
         fix = None
         if dtype == FP32:

@@ -1057,6 +1057,14 @@ class Interpreter:
             self.mutate(target, value, frame)
 
     def _call_local(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value=None, self_key=None):
+        cls = info.cls
+        if cls is not None and self_value is not None and not cls.init_done and info.node.name.value != "__init__":
+            # a method called on an instance before the flow ran its class's ``__init__`` (a plain
+            # function given ``model: Detector`` runs first): its attributes first
+            init = cls.methods.get("__init__")
+            init_info = self._function_info(init) if init is not None else None
+            if init_info is not None and id(init_info.node) not in self._runs:
+                self._run_generic(init_info)
         bound = self._bind_arguments(info, call, frame, self_value, self_key)
         returns, mutations, _ = self._invoke(info, bound, frame, frame.autocast)
         self._apply_mutations(mutations, bound, frame)
@@ -1079,7 +1087,7 @@ class Interpreter:
         children: list[Value] = []
         for arg in node.args:
             if arg.keyword is None:
-                children.extend(_modules_in(self._values.get(id(arg.value))))
+                children.extend(_modules_in(self._current.get(id(arg.value))))
         parts = merge_parts(*(_low_parts(child) for child in children))
         return value.replace(parts=parts) if parts else value
 
