@@ -143,8 +143,9 @@ def local(flag):
 
 
 def test_dtype_joined_from_another_functions_return_is_low():
+    # Line 13: on refine()'s path `roots` is float64 (solve keeps its argument's dtype), which the
+    # flow now follows; it once joined solve's two call sites into a low "float32 or float64".
     assert [f for f in _at(HELPER_JOIN) if f[0] == "DTL104"] == [
-        ("DTL104", 13, Confidence.LOW),  # "float32 or float64" is solve()'s return over both calls
         ("DTL104", 24, Confidence.MEDIUM),  # the join is this function's own
     ]
 
