@@ -4,8 +4,9 @@
 
 On growing prefixes of one corpus tree (benchmarks/corpus.py), in one process: the per-file
 summaries (ast parse + summary; the engine computes them during the file's own check), the join
-(imports resolved, worlds, returned models, constructor arguments, functions' results;
-the results themselves come from each file's flow during its check, so only ``--check`` times them) and how many files the pass
+(imports resolved, worlds, returned models, constructor arguments, functions' results, calling
+contexts; results and contexts come from each file's flow during its check, so only ``--check``
+times them) and how many files the pass
 would re-check under worlds. ``--check`` also times the whole check of each prefix (one job, no
 cache) with and without the project pass, alternated. One run: compare ratios, not absolute times.
 """
@@ -25,6 +26,7 @@ from corpus import CORPUS, ensure_corpus  # noqa: E402
 
 
 def main() -> None:
+    from dtype_lint.project.contexts import call_contexts
     from dtype_lint.project.summary import summarize_tree
     from dtype_lint.project.worlds import Project
 
@@ -52,9 +54,10 @@ def main() -> None:
         project = Project(summaries)
         worlds, returned, arguments = project.worlds(), project.returned(), project.arguments()
         values, argument_values = project.values(), project.argument_values()
+        contexts = call_contexts(project)  # empty here: the ast-only summaries carry no flow dtypes
         joined = time.perf_counter() - start
         rechecked = ({p for p, _ in worlds} | set(returned) | {p for p, _ in arguments} | set(values)
-                     | {p for p, _ in argument_values})
+                     | {p for p, _ in argument_values} | {p for p, _ in contexts})
         print(f"  {len(chosen):5d} files: summaries {summarized:6.2f} s ({1000 * summarized / len(chosen):.2f} ms/file), "
               f"join {joined:6.3f} s ({1000 * joined / len(chosen):.3f} ms/file); "
               f"{len(worlds)} classes with worlds, {len(rechecked)} files to re-check")

@@ -110,6 +110,9 @@ class Cache:
             summary = entry.get("summary")
             if summary is not None and not isinstance(summary, dict):
                 return None
+            if summary is not None and summary.get("format") != _summary_format():
+                summary = None  # an older summary lacks what the project pass now reads: rebuilt
+
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines, summary=summary)
@@ -233,3 +236,9 @@ def _finding_from_json(data: dict[str, Any]) -> Finding:
         cell=data["cell"],
         file_line=data["file_line"],
     )
+
+
+def _summary_format() -> int:
+    from dtype_lint.project.summary import FORMAT as SUMMARY_FORMAT
+
+    return SUMMARY_FORMAT

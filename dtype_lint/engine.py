@@ -146,18 +146,32 @@ def check_text(
     # CPython's tree serves both the rules' prefilter and the project summary: parsed once.
     parsed = _python_parse(text, path)
     results: dict = {}
-    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results if summarize else None)
+    flow_calls: dict = {}
+    observe = None
+    if summarize:
+        from dtype_lint.project.call_sites import flow_arguments
+
+        def record_calls(ctx) -> None:  # the dtypes the file's calls pass, from the flow its rules computed
+            try:
+                flow_calls.update(flow_arguments(ctx))
+            except Exception:  # noqa: BLE001 - the summary then lacks them; the findings stand
+                flow_calls.clear()
+
+        observe = record_calls
+    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results if summarize else None,
+                         observe)
     if summarize:
         from dtype_lint.project.summary import summarize_tree
 
-        report.summary = summarize_tree(parsed[0], text)
+        report.summary = summarize_tree(parsed[0], text, flow_calls)
         if results and report.summary.get("functions") is not None:
             report.summary = {**report.summary, "results": results}
     return report
 
 
-def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None) -> FileReport:
-    """``results``: filled with what the file's functions return (project/results.py), when given."""
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None, observe=None) -> FileReport:
+    """``results``: filled with what the file's functions return (project/results.py), when given;
+    ``observe``: called with the file's context after its rules ran (project/call_sites.py)."""
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
@@ -202,6 +216,8 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
                 results.update(function_results(ctx))
             except Exception:  # noqa: BLE001 - a summary without results: its callers learn nothing
                 results.clear()
+        if observe is not None:
+            observe(ctx)
     except RecursionError:
         failed = {"": "RecursionError"}
     if any(detail.startswith("RecursionError") for detail in failed.values()):

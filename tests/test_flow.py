@@ -500,3 +500,59 @@ def test_returns_when_called_runs_on_the_side():
     assert given.dtypes == {"fp16"}
     assert p.flow.returns_when_called(function, {}).dtypes == {"fp32"}  # the default
     assert p.value("x.to(dtype)").dtypes == before  # what the rules read is unchanged
+
+
+# -- what the project pass's calling contexts rely on (dtype_lint/project/call_sites.py) -----------
+def test_model_moved_then_cast_in_one_chain_is_a_module():
+    p = Probe(
+        """
+        def evaluate(model, x):
+            model = model.cuda().half().eval()
+            out = model(x)
+        """
+    )
+    assert p.value("model", 4).kind == "module" and p.value("model", 4).dtype == "fp16"
+    out = p.value("out", 4)
+    assert out.kind == "tensor" and out.dtypes == {"fp16"} and out.partial  # a whole model's output: a hint
+
+
+def test_unknown_model_called_under_autocast_gives_its_dtype_where_known():
+    p = Probe(
+        """
+        import torch
+        def step(net_g, x, encode):
+            with torch.autocast("cuda", dtype=torch.float16):
+                y = net_g(x)
+                z = encode(x)
+        """
+    )
+    assert p.value("y", 5).dtypes == {"fp16"} and p.value("y", 5).partial
+    assert p.value("z", 6) is None  # not spelled like a model: unknown
+
+
+def test_unpacking_a_comprehension_gives_each_name_its_element():
+    p = Probe(
+        """
+        import torch
+        q = torch.randn(2, 4).half()
+        q, k = (t.transpose(0, 1) for t in (q, q))
+        """
+    )
+    assert p.value("k", 4).dtype == "fp16"
+
+
+def test_interpreter_with_dtype_defaults_runs_entry_points_in_their_default():
+    from dtype_lint.facts.flow.interpreter import Interpreter
+
+    source = textwrap.dedent(
+        """
+        import torch
+        def sample(dtype=torch.float16):
+            q = torch.randn(2, 4, dtype=dtype)
+        """
+    )
+    p = Probe(source)
+    assert p.value("q", 4).dtypes == frozenset()  # the rules' flow: callers usually pass the dtype
+    defaults = Interpreter(p.ctx, dtype_defaults=True).run()
+    q = defaults.value_of(p.node("q", 4))
+    assert q.dtypes == {"fp16"} and q.partial  # one reachable configuration

@@ -666,3 +666,158 @@ def test_a_class_that_freezes_parameters_builds_no_low_trainable_part():
     assert Project(_summaries(sources)).built() == {}
     sources["net.py"] = sources["net.py"].replace("        self.teacher.requires_grad_(False)\n", "")
     assert list(Project(_summaries(sources)).built()["train.py"]) == ["Distiller"]
+
+
+# -- calling contexts: what callers in other files pass a function (project/contexts.py) -----------
+def _check_folder(folder: Path, **settings) -> list:
+    reports = engine.check_files(_files(folder), Settings(**settings), jobs=1, project=True)
+    assert not [e for r in reports for e in r.internal_errors]
+    return [f for r in reports for f in r.findings]
+
+
+def test_context_message_names_the_function_the_argument_and_the_call_site():
+    (finding,) = _check_folder(PROJECTS / "ctx_metric_bf16_images")
+    assert finding.path == "quality/blur.py" and finding.code == "DTL107"
+    assert finding.message.startswith(
+        "`blur_distance` is called with bfloat16 `prediction` from validate.py:10: `prediction` is bfloat16 "
+        "since the call at validate.py:10 but `kernel` is float32"
+    )
+    assert finding.confidence.name == "HIGH"  # the only context, and the dtype certain
+
+
+def test_context_of_a_method_comes_from_the_receiver_class():
+    (finding,) = _check_folder(PROJECTS / "ctx_method_attention_fp16_keys")
+    assert finding.message.startswith("`CrossAttention.forward` is called with bfloat16 `hidden` from pipeline.py:9: ")
+    assert "but `keys` is float16" in finding.message
+
+
+def test_context_is_handed_on_through_a_parameter():
+    (finding,) = _check_folder(PROJECTS / "ctx_int8_matmul_chain")
+    assert finding.path == "quant/kernels.py" and finding.code == "DTL109"
+    assert finding.message.startswith(
+        "`int_gemm` is called with int8 `lhs`, int8 `rhs` from layers.py:5, via `quantized_linear` from run.py:9: "
+    )
+
+
+def test_autocast_region_of_the_caller_reaches_the_callee():
+    (finding,) = _check_folder(PROJECTS / "ctx_autocast_spectral_loss")
+    assert "`spectral_loss` is called with float16 `prediction` under float16 autocast from train.py:9" in finding.message
+    # a model's output under autocast is float16 where the flow knows it: a reachable configuration
+    assert finding.confidence.name == "MEDIUM"
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+KERNEL = (
+    "import torch\nimport torch.nn.functional as F\n\n\ndef blur(images):\n"
+    "    kernel = torch.ones(3, 1, 3, 3) / 9\n"
+    "    return F.conv2d(images, kernel, groups=3)\n"
+)
+
+
+def test_a_union_from_a_flag_is_a_reachable_context_medium(tmp_path):
+    _write(tmp_path, {"ops.py": KERNEL, "main.py": (
+        "import torch\nfrom ops import blur\n\n\ndef main(args, x):\n"
+        "    dtype = torch.bfloat16 if args.bf16 else torch.float32\n"
+        "    return blur(x.to(dtype))\n"
+    )})
+    (finding,) = _check_folder(tmp_path)
+    assert finding.confidence.name == "MEDIUM"
+    assert finding.message.startswith("`blur` is called with bfloat16 or float32 `images` from main.py:7: ")
+
+
+def test_high_only_when_every_context_is_risky(tmp_path):
+    ops = "import torch.nn.functional as F\n\n\ndef blur(images, kernel):\n    return F.conv2d(images, kernel, groups=3)\n"
+    a = "import torch\nfrom ops import blur\n\n\ndef f(x):\n    return blur(x.half(), torch.ones(3, 1, 3, 3))\n"
+    b = "import torch\nfrom ops import blur\n\n\ndef g(x):\n    return blur(x.half(), torch.ones(3, 1, 3, 3).half())\n"
+    # b.py passes a matching kernel: only one of the two contexts fails, a reachable configuration
+    _write(tmp_path, {"ops.py": ops, "a.py": a, "b.py": b})
+    (finding,) = _check_folder(tmp_path)
+    assert finding.message.startswith("`blur` is called with float16 `images` from a.py:6: ")
+    assert finding.confidence.name == "MEDIUM"
+    _write(tmp_path, {"b.py": b.replace("torch.ones(3, 1, 3, 3).half()", "torch.ones(3, 1, 3, 3).double()")})
+    (finding,) = _check_folder(tmp_path)
+    assert finding.confidence.name == "HIGH"  # float32 and float64 kernels: every context fails
+
+
+def test_callers_that_pass_float32_or_the_same_file_add_nothing(tmp_path):
+    _write(tmp_path, {"ops.py": KERNEL + "\n\ndef local(x):\n    return blur(x.float())\n",
+                      "main.py": "from ops import blur\n\n\ndef main(x):\n    return blur(x.float())\n"})
+    assert _check_folder(tmp_path) == []
+
+
+def test_contexts_are_deduplicated_bounded_and_sorted():
+    from dtype_lint.project.contexts import MAX_CONTEXTS, call_contexts
+
+    callers = {f"c{i}.py": f"import torch\nfrom ops import blur\n\n\ndef f(x):\n    return blur(x.to(torch.{cast}))\n"
+               for i, cast in enumerate(["float16", "float16", "bfloat16", "float64", "float16", "bfloat16"])}
+    sources = {"ops.py": KERNEL, **callers}
+    from dtype_lint.engine import check_text
+
+    summaries = {path: check_text(text, path, Settings(), summarize=True).summary for path, text in sources.items()}
+    contexts = call_contexts(Project(summaries))[("ops.py", "blur")]
+    assert len(contexts) == MAX_CONTEXTS
+    assert [(c.path, c.args[0][1]) for c in contexts] == [("c0.py", ("fp16",)), ("c2.py", ("bf16",)), ("c3.py", ("fp64",))]
+    assert summaries["ops.py"]["call_sites"] == []  # the callee passes nothing on
+
+
+def test_call_sites_carry_the_flow_dtypes_and_skip_library_calls():
+    from dtype_lint.engine import check_text
+
+    text = ("import torch\nfrom metrics import iou\n\n\ndef f(a, b):\n"
+            "    m = a.to(torch.uint8)\n    z = torch.matmul(m, m)\n    return iou(m, b)\n")
+    summary = check_text(text, "val.py", Settings(), summarize=True).summary
+    (site,) = summary["call_sites"]
+    assert site["callee"] == {"name": "iou"} and site["owner"] == "f" and site["line"] == 8
+    assert site["args"] == [{"at": 0, "dtypes": ["int"], "partial": False, "integer": "uint8"}]
+    assert site["passes"] == [{"at": 1, "param": "b"}]
+
+
+def test_editing_the_caller_reanalyses_the_callee_under_the_new_context(tmp_path):
+    project = _write(tmp_path / "p", {"ops.py": KERNEL,
+                                      "main.py": "from ops import blur\n\n\ndef main(x):\n    return blur(x.half())\n"})
+    settings = Settings()
+
+    def run():
+        cache = Cache(tmp_path / "cache", settings)
+        reports = engine.check_files(_files(project), settings, jobs=1, cache=cache, project=True)
+        return [(r.path, f.code, f.message.split(":")[0]) for r in reports for f in r.findings]
+
+    assert run() == [("ops.py", "DTL107", "`blur` is called with float16 `images` from main.py")]
+    assert run() == [("ops.py", "DTL107", "`blur` is called with float16 `images` from main.py")]  # warm
+    main = project / "main.py"
+    main.write_text(main.read_text().replace("x.half()", "x.float()"))
+    assert run() == []
+    main.write_text(main.read_text().replace("x.float()", "x.bfloat16()"))
+    assert run() == [("ops.py", "DTL107", "`blur` is called with bfloat16 `images` from main.py")]
+
+
+def test_a_cached_summary_of_an_older_format_is_rebuilt(tmp_path):
+    import json
+
+    from dtype_lint.project.summary import FORMAT
+
+    project = _write(tmp_path / "p", {"ops.py": KERNEL,
+                                      "main.py": "from ops import blur\n\n\ndef main(x):\n    return blur(x.half())\n"})
+    settings = Settings()
+    cache = Cache(tmp_path / "cache", settings)
+    engine.check_files(_files(project), settings, jobs=1, cache=cache, project=True)
+    for entry in (tmp_path / "cache").rglob("*.json"):
+        data = json.loads(entry.read_text())
+        if isinstance(data.get("summary"), dict):
+            data["summary"] = {**data["summary"], "format": FORMAT - 1, "call_sites": []}
+            entry.write_text(json.dumps(data))
+    reports = engine.check_files(_files(project), settings, jobs=1, cache=Cache(tmp_path / "cache", settings),
+                                 project=True)
+    assert [(r.path, f.code) for r in reports for f in r.findings] == [("ops.py", "DTL107")]
+
+
+def test_context_rules_are_registered_codes():
+    from dtype_lint.rules import all_rules
+
+    assert recheck.CONTEXT_RULES <= {rule.code for rule in all_rules()}

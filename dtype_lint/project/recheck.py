@@ -28,6 +28,7 @@ import re
 from dtype_lint.facts.config_values import Setting
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
+from dtype_lint.project.contexts import call_contexts
 from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
 from dtype_lint.project.seeding import RETURNED_BY, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld
@@ -54,6 +55,9 @@ TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
 CHECKPOINT_RULES = frozenset({"DTL101", "DTL602", "DTL709"})
 # Rules about a helper of another file casting the trained model or pipeline it is given (helpers.py).
 HELPER_RULES = frozenset({"DTL403", "DTL405"})
+# Rules whose verdict inside a function depends on the dtypes its callers pass (contexts.py):
+# operand, index, input and kernel mismatches.
+CONTEXT_RULES = frozenset({"DTL101", "DTL104", "DTL107", "DTL108", "DTL109", "DTL508", "DTL509"})
 MAX_SAVES = 64  # low-precision checkpoint entries handed to each loading file (keeps the pass linear)  # float16 first: it overflows, so it is the riskier world
 # Rules that judge where a part of a model, cast apart from the rest, meets it (module inputs,
 # operands of one op).
@@ -139,8 +143,11 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     bound: dict[str, dict] = {}
     for (path, name), worlds in project.bound().items():
         bound.setdefault(path, {})[name] = worlds
+    contexts: dict[str, dict[str, list]] = {}
+    for (path, function), found in call_contexts(project).items():
+        contexts.setdefault(path, {})[function] = found
     if not (by_file or returned or arguments or saves or helpers or parameters or config or values or argument_values
-            or parts or built or bound):
+            or parts or built or bound or contexts):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -150,14 +157,15 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
         loads = None
         if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
             loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
-        called = helpers.get(report.path, {})
+        handed = helpers.get(report.path, {})
         settings_read = config.get(report.path, {})
         passed = parameters.get(report.path, {})
         results, given_results = values.get(report.path, {}), argument_values.get(report.path, {})
         cast_apart, builds = parts.get(report.path, {}), built.get(report.path, {})
         forwards = bound.get(report.path, {})
-        if not (worlds or calls or given or loads or called or passed or settings_read or results or given_results
-                or cast_apart or builds or forwards) or report.internal_errors:
+        called = contexts.get(report.path, {})
+        if not (worlds or calls or given or loads or handed or passed or settings_read or results or given_results
+                or cast_apart or builds or forwards or called) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -166,7 +174,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
             arguments={name: {keyword: argument_world(found, base) for keyword, found in by_keyword.items()}
                        for name, by_keyword in sorted(given.items())},
             checkpoints=loads,
-            helpers=called,
+            helpers=handed,
             parameters={function: {param: returned_world(items, items[0].function, base)
                                    for param, items in by_param.items()}
                         for function, by_param in sorted(passed.items())},
@@ -189,7 +197,10 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
                        for function, info in report.summary["functions"].items()
                        if function in file_worlds.parameters or function in file_worlds.functions})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
-        tasks.append((index, display, fs_path, settings, cache, file_worlds, ranges, plain))
+        functions = {name: (report.summary["functions"][name]["line"], report.summary["functions"][name]["end"])
+                     for name in called}
+        tasks.append((index, display, fs_path, settings, cache, _variants(file_worlds, called), ranges, plain,
+                      (called, functions)))
     results = _run_pool(_recheck, tasks, jobs)
     reports = list(reports)
     for task, (added, errors, lines) in zip(tasks, results):
@@ -217,17 +228,25 @@ def _relative_path(path: str, base: str) -> str:
     return relative if not relative.startswith("..") else path
 
 
-def _world_key(settings, file_worlds: FileWorlds, plain: list) -> str:
-    data = json.dumps([file_worlds.key(), plain, int(settings.min_confidence)], sort_keys=True)
+def _variants(file_worlds: FileWorlds, called: dict[str, list]) -> list[FileWorlds]:
+    """The checks a file gets: one per calling context of its most-called function (its other
+    functions take their i-th context, if any, in the i-th check), the worlds in each."""
+    count = max((len(found) for found in called.values()), default=1)
+    return [dataclasses.replace(file_worlds, contexts={name: found[i] for name, found in sorted(called.items())
+                                                        if i < len(found)})
+            for i in range(count)]
+
+
+def _world_key(settings, variants: list[FileWorlds], plain: list) -> str:
+    data = json.dumps([[v.key() for v in variants], plain, int(settings.min_confidence)], sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
 def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
-    """(findings added by the worlds, internal errors, the file's lines)."""
-    from dtype_lint.engine import check_text
+    """(findings added by the worlds and the calling contexts, internal errors, the file's lines)."""
     from dtype_lint.source import UndecodableSource, decode
 
-    _, display, fs_path, settings, cache, file_worlds, ranges, plain = task
+    _, display, fs_path, settings, cache, variants, ranges, plain, (called, functions) = task
     try:
         with open(fs_path, "rb") as handle:
             data = handle.read()
@@ -236,89 +255,133 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
         return [], [], None
     if cache is not None:
         cache = cache.for_settings(settings)
-        key = _world_key(settings, file_worlds, plain)
+        key = _world_key(settings, variants, plain)
         cached = cache.load_world(display, data, key)
         if cached is not None:
             return cached, [], text.splitlines() if cached else None
-    try:
-        report = check_text(text, display, settings, prefilter=False, worlds=file_worlds)
-    except Exception as error:  # noqa: BLE001 - reported, never a traceback
-        return [], [f"{display}: internal error in the project pass: {type(error).__name__}: {error}"], None
-    if report.internal_errors:
-        return [], report.internal_errors, None
     known = {tuple(item) for item in plain}
+    added: list[Finding] = []
+    # (code, line, column) -> (finding, function, the contexts it is found under)
+    under_contexts: dict[tuple, tuple[Finding, str, list]] = {}
     base = posixpath.dirname(display)
-    added = []
-    for finding in report.findings:
-        if (finding.code, finding.line, finding.column) in known:
-            continue
-        if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
-            continue
-        located = _enclosing(ranges, finding.line)
-        if located is not None and located[0] in file_worlds.parameters:
-            # a helper of this file given a cast-built instance by a caller in another file
-            param, world = sorted(file_worlds.parameters[located[0]].items())[0]
-            if finding.code not in (TRAINING_RULES if world.partial else WORLD_RULES | TRAINING_RULES):
+    for file_worlds in variants:
+        found, errors = _check_under(text, display, settings, file_worlds)
+        if errors:
+            return [], errors, None
+        for finding in found:
+            place = (finding.code, finding.line, finding.column)
+            if place in known:
                 continue
-            prefix = f"`{located[0]}` gets `{param}` from a caller in another file: {world.description}"
-            confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
-            if confidence >= settings.min_confidence:
-                added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
-            continue
-        world = file_worlds.classes.get(located[0]) if located is not None else None
-        rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
-        if located is not None and located[0] in file_worlds.functions and finding.code in WORLD_RULES:
-            world = file_worlds.functions[located[0]]
-            prefix, certain = f"`{located[0]}` runs as the forward of modules in {world.description}", world.certain
-        elif world is not None and finding.code in rules:
-            name, method = located
-            where = f"{name}.{method}" if method else name
-            prefix, certain = f"`{where}` runs in {world.description}", world.certain
-        elif located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.arguments:
-            name = located[0]
-            keyword, world = sorted(file_worlds.arguments[name].items())[0]
-            prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
-        elif located is not None and finding.code in PART_RULES and located[0] in file_worlds.parts:
-            name, method = located
-            named = _part_named(file_worlds.parts[name], finding.message)
-            if named is None:
-                continue  # a class held by a parted class: its own findings are not the part's
-            attr, world = named
-            where = f"{name}.{method}" if method else name
-            prefix, certain = f"`{where}` runs with `self.{attr}` in {world.description}", world.certain
-        elif file_worlds.checkpoints is not None and finding.code in CHECKPOINT_RULES \
-                and "the checkpoint saved at" in finding.message:
-            prefix, certain = "", False  # the message names the save through the value's origin
-        elif file_worlds.helpers and finding.code in HELPER_RULES and any(
-                helper.where(base) in finding.message for items in file_worlds.helpers.values() for helper in items):
-            prefix, certain = "", False  # the message names the helper's cast
-        elif finding.code in VALUE_RULES and _names_a_result(finding.message, file_worlds):
-            # the message already says where the value comes from ("returned by `load_inputs()`")
-            added.append(finding)
-            continue
-        elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
-            # the world whose cast the finding's message cites (its values' origin), else the first
-            worlds = list(file_worlds.returned.values())
-            world = next((w for w in worlds if f"the cast at {w.cast}" in finding.message), worlds[0])
-            if world.partial and finding.code not in TRAINING_RULES:
-                continue  # a model cast in part: how its forward treats its inputs is not known here
-            prefix, certain = world.description, world.certain
-        elif file_worlds.built and finding.code in TRAINING_RULES | {"DTL301"}:
-            world = next(iter(file_worlds.built.values()))
-            prefix, certain = world.description, world.certain
-        elif file_worlds.config:
-            # Found only with the config settings the file reads: a reachable configuration.
-            prefix, certain = _settings_read(file_worlds.config, text.splitlines(), finding), False
-        else:
-            continue
+            function = _function_at(functions, file_worlds.contexts, finding.line)
+            in_context = function is not None and finding.code in CONTEXT_RULES
+            # a class's world (its instances cast) explains a finding first; else a calling context
+            world_finding = _in_world(finding, file_worlds, ranges, settings, base, text, settings_last=not in_context)
+            if world_finding is not None:
+                known.add(place)
+                under_contexts.pop(place, None)
+                added.append(world_finding)
+                continue
+            if in_context:
+                entry = under_contexts.setdefault(place, (finding, function, []))
+                entry[2].append(file_worlds.contexts[function])
+    for finding, function, contexts in under_contexts.values():
+        # high: the finding holds under every context the function is called in, each certain
+        certain = len(contexts) == len(called[function]) and all(c.certain for c in contexts)
         confidence = min(finding.confidence, Confidence.HIGH if certain else Confidence.MEDIUM)
         if confidence < settings.min_confidence:
             continue
-        message = f"{prefix}: {finding.message}" if prefix else finding.message
-        added.append(dataclasses.replace(finding, message=message, confidence=confidence))
+        prefix = contexts[0].describe(function, base)
+        added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
+    added = sort_findings(added)
     if cache is not None:
         cache.store_world(display, data, key, added)
     return added, [], text.splitlines() if added else None
+
+
+def _check_under(text: str, display: str, settings, file_worlds: FileWorlds) -> tuple[list[Finding], list[str]]:
+    from dtype_lint.engine import check_text
+
+    try:
+        report = check_text(text, display, settings, prefilter=False, worlds=file_worlds)
+    except Exception as error:  # noqa: BLE001 - reported, never a traceback
+        return [], [f"{display}: internal error in the project pass: {type(error).__name__}: {error}"]
+    return report.findings, report.internal_errors
+
+
+def _function_at(functions: dict, contexts: dict, line: int) -> str | None:
+    """The innermost function with a calling context in this check whose lines hold ``line``."""
+    holding = [(start, name) for name, (start, end) in functions.items() if name in contexts and start <= line <= end]
+    return max(holding)[1] if holding else None
+
+
+def _in_world(finding: Finding, file_worlds: FileWorlds, ranges: dict, settings, base: str, text: str,
+              settings_last: bool = True) -> Finding | None:
+    """A finding of the re-check worded by the world, returned model or value, constructor
+    argument, checkpoint, helper, cast-built parameter or (``settings_last``: as the last resort)
+    config setting it comes from; None when it comes from none."""
+    if finding.code == "DTL503" and finding.message.split("`")[1].endswith(BY_DESIGN_OPS):
+        return None
+    located = _enclosing(ranges, finding.line)
+    if located is not None and located[0] in file_worlds.parameters:
+        # a helper of this file given a cast-built instance by a caller in another file
+        param, world = sorted(file_worlds.parameters[located[0]].items())[0]
+        if finding.code not in (TRAINING_RULES if world.partial else WORLD_RULES | TRAINING_RULES):
+            return None
+        prefix = f"`{located[0]}` gets `{param}` from a caller in another file: {world.description}"
+        confidence = min(finding.confidence, Confidence.HIGH if world.certain else Confidence.MEDIUM)
+        if confidence < settings.min_confidence:
+            return None
+        return dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence)
+    world = file_worlds.classes.get(located[0]) if located is not None else None
+    rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
+    if located is not None and located[0] in file_worlds.functions and finding.code in WORLD_RULES:
+        world = file_worlds.functions[located[0]]
+        prefix, certain = f"`{located[0]}` runs as the forward of modules in {world.description}", world.certain
+    elif world is not None and finding.code in rules:
+        name, method = located
+        where = f"{name}.{method}" if method else name
+        prefix, certain = f"`{where}` runs in {world.description}", world.certain
+    elif located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.arguments:
+        name = located[0]
+        keyword, world = sorted(file_worlds.arguments[name].items())[0]
+        prefix, certain = f"`{name}` gets `{keyword}` {world.description} from a caller", False
+    elif located is not None and finding.code in PART_RULES and located[0] in file_worlds.parts:
+        name, method = located
+        named = _part_named(file_worlds.parts[name], finding.message)
+        if named is None:
+            return None  # a class held by a parted class: its own findings are not the part's
+        attr, world = named
+        where = f"{name}.{method}" if method else name
+        prefix, certain = f"`{where}` runs with `self.{attr}` in {world.description}", world.certain
+    elif file_worlds.checkpoints is not None and finding.code in CHECKPOINT_RULES \
+            and "the checkpoint saved at" in finding.message:
+        prefix, certain = "", False  # the message names the save through the value's origin
+    elif file_worlds.helpers and finding.code in HELPER_RULES and any(
+            helper.where(base) in finding.message for items in file_worlds.helpers.values() for helper in items):
+        prefix, certain = "", False  # the message names the helper's cast
+    elif finding.code in VALUE_RULES and _names_a_result(finding.message, file_worlds):
+        # the message already says where the value comes from ("returned by `load_inputs()`")
+        return finding
+    elif file_worlds.returned and finding.code in WORLD_RULES | TRAINING_RULES:
+        # the world whose cast the finding's message cites (its values' origin), else the first
+        worlds = list(file_worlds.returned.values())
+        world = next((w for w in worlds if f"the cast at {w.cast}" in finding.message), worlds[0])
+        if world.partial and finding.code not in TRAINING_RULES:
+            return None  # a model cast in part: how its forward treats its inputs is not known here
+        prefix, certain = world.description, world.certain
+    elif file_worlds.built and finding.code in TRAINING_RULES | {"DTL301"}:
+        world = next(iter(file_worlds.built.values()))
+        prefix, certain = world.description, world.certain
+    elif file_worlds.config and settings_last:
+        # Found only with the config settings the file reads: a reachable configuration.
+        prefix, certain = _settings_read(file_worlds.config, text.splitlines(), finding), False
+    else:
+        return None
+    confidence = min(finding.confidence, Confidence.HIGH if certain else Confidence.MEDIUM)
+    if confidence < settings.min_confidence:
+        return None
+    message = f"{prefix}: {finding.message}" if prefix else finding.message
+    return dataclasses.replace(finding, message=message, confidence=confidence)
 
 
 def _relative(where: str, base: str) -> str:

@@ -17,7 +17,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import DTYPE, MODULE, TENSOR, TUPLE, Origin, Value, join, make
+from dtype_lint.facts.flow.values import DTYPE, LONG_NAMES, MODULE, TENSOR, TUPLE, Origin, Value, join, make
 
 # Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
 NOT_ACTIVATIONS = re.compile(
@@ -84,6 +84,49 @@ class PartWorld:
 
 
 @dataclasses.dataclass(frozen=True)
+class CallContext:
+    """One way a project function is called from another file: the dtypes its parameters get
+    there and the autocast region the call runs in (see contexts.py)."""
+
+    # ((parameter, dtypes, partial, 8-bit integer name or "", "tensor" or "dtype"), ...), in the
+    # callee's parameter order: a tensor of those dtypes, or a torch.dtype (``dtype=torch.float16``)
+    args: tuple
+    autocast: str | None  # "fp16" / "bf16": the caller's autocast region
+    autocast_conditional: bool  # the region's ``enabled=`` is a run-time value
+    path: str  # the call site
+    line: int
+    via: str = ""  # for a chain: "`ssim` from evaluate.py:12", the call that passed the values on
+
+    @property
+    def certain(self) -> bool:
+        """Every dtype is one dtype on every path of the caller, and the autocast unconditional."""
+        return all(len(dtypes) == 1 and not partial for _, dtypes, partial, *_ in self.args) \
+            and not (self.autocast and self.autocast_conditional)
+
+    def where(self, base: str = "") -> str:
+        from dtype_lint.project.worlds import relative
+
+        return f"{relative(self.path, base)}:{self.line}"
+
+    def describe(self, function: str, base: str = "") -> str:
+        """``calls `ssim` with float16 `img1` from evaluate.py:12``-style words, as a sentence."""
+        from dtype_lint.project.call_sites import describe_dtypes
+
+        given = [f"{describe_dtypes(dtypes, integer)} `{name}`" if kind == "tensor" else
+                 f"`{name}` {' or '.join('torch.' + LONG_NAMES[d] for d in sorted(dtypes))}"
+                 for name, dtypes, _, integer, kind in self.args if set(dtypes) & RISKY or integer]
+        words = f"`{function}` is called with {', '.join(given[:3])}" if given else f"`{function}` is called"
+        if self.autocast:
+            state = "under float16 autocast" if self.autocast == "fp16" else "under bfloat16 autocast"
+            words += f" {state}{' (when enabled)' if self.autocast_conditional else ''}"
+        via = f", via {self.via}" if self.via else ""
+        return f"{words} from {self.where(base)}{via}"
+
+
+RISKY = frozenset({"fp16", "bf16", "fp64"})
+
+
+@dataclasses.dataclass(frozen=True)
 class FileWorlds:
     """What the project pass tells one file: its classes' worlds, its calls' returned models."""
 
@@ -112,6 +155,8 @@ class FileWorlds:
     # function name -> ClassWorld: a function the program binds as the forward of a model's
     # modules (``module.forward = fn.__get__(module)``), so ``self`` is a module of that world
     functions: dict = dataclasses.field(default_factory=dict)
+    # function (``ssim``, ``Processor.forward``) -> the CallContext its body is checked under
+    contexts: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -129,7 +174,8 @@ class FileWorlds:
                 sorted((n, sorted((a, dataclasses.astuple(w)) for a, w in by_attr.items()))
                        for n, by_attr in self.parts.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.built.items()),
-                sorted((n, dataclasses.astuple(w)) for n, w in self.functions.items())]
+                sorted((n, dataclasses.astuple(w)) for n, w in self.functions.items()),
+                sorted((n, dataclasses.astuple(c)) for n, c in self.contexts.items())]
 
 
 def result_value(results: tuple, node: cst.CSTNode, origin_for, argument=None) -> Value | None:
@@ -169,6 +215,14 @@ def _leaf(leaf: dict, returned: ReturnedResult, node, origin_for, argument) -> V
     words = f"{where} (`{leaf['text']}`), {RETURNED_BY}{by}"
     origin = ReturnedOrigin(node, origin_for(node)._resolve, words, leaf["numpy"])
     return make(leaf["kind"], leaf["dtypes"], origin).replace(partial=leaf["partial"])
+
+
+def context_value(parameter: tuple, node: cst.CSTNode, origin_for, words: str):
+    """A parameter's value under a CallContext: the tensor the caller passes."""
+    _, dtypes, partial, integer, kind = parameter
+    base = origin_for(node)
+    value = make(DTYPE if kind == "dtype" else TENSOR, dtypes, ContextOrigin(node, base._resolve, words, integer))
+    return value.replace(partial=True) if partial else value
 
 
 def argument_value(world: ClassWorld, node: cst.CSTNode, origin_for):
@@ -232,6 +286,21 @@ def built_value(world: PartWorld, node: cst.CSTNode, origin_for, info: str):
     base = origin_for(node)
     origin = PartWorldOrigin(node, base._resolve, world.origin)
     return make(MODULE, ("fp32",), base, info=info).replace(parts=((world.dtype, origin),))
+
+
+class ContextOrigin(WorldOrigin):
+    """A value a caller in another file passes; ``integer`` names an 8-bit integer dtype
+    (``uint8``), which the lattice's one integer category does not hold."""
+
+    __slots__ = ("integer",)
+
+    def __init__(self, node: cst.CSTNode, resolve, words: str, integer: str = "") -> None:
+        super().__init__(node, resolve, words)
+        self.integer = integer
+
+    def _get(self) -> tuple[int, str]:
+        line = super()._get()[0]
+        return line, f"torch.{self.integer}" if self.integer else self._words
 
 
 def world_values(world: ClassWorld, node: cst.CSTNode, origin_for, class_name: str):

@@ -20,7 +20,7 @@ from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
 
-FORMAT = 3
+FORMAT = 4  # 4: call_sites, functions' end lines
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -33,6 +33,12 @@ GROWING_METHODS = frozenset({"append", "extend", "insert", "add"})
 INSTANCE_CLASSMETHODS = frozenset({"from_pretrained", "load_from_checkpoint", "from_config"})
 LOW_SPELLINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 MAX_REF_DEPTH = 6
+# Libraries whose functions are no function of the project: their call sites are not recorded.
+LIBRARIES = frozenset({
+    "torch", "numpy", "math", "os", "sys", "json", "re", "time", "random", "logging", "typing", "functools",
+    "itertools", "collections", "transformers", "diffusers", "accelerate", "einops", "scipy", "PIL", "cv2",
+    "torchvision", "torchaudio", "safetensors", "tqdm", "pathlib", "argparse",
+})
 # The expressions a dtype variable is assigned (``torch.float16``, a ternary, a table lookup):
 # only these are searched for a low dtype spelling.
 DTYPE_EXPRESSIONS = (ast.Attribute, ast.Constant, ast.IfExp, ast.Dict, ast.Subscript, ast.BoolOp)
@@ -58,8 +64,11 @@ class _Scope:
 class Summarizer:
     low_spelling = staticmethod(_low_spelling)
 
-    def __init__(self, tree: ast.Module, text: str) -> None:
+    def __init__(self, tree: ast.Module, text: str, flow_calls: dict | None = None) -> None:
         self.tree = tree
+        # dotted name -> its calls' argument dtypes, in source order (call_sites.flow_arguments)
+        self.flow_calls = flow_calls or {}
+        self.call_sites: list[dict] = []  # calls that pass a risky dtype (or a parameter) on
         self.text = text
         self.lines = text.splitlines()
         self._nodes: dict[int, list[ast.AST]] = {}  # function (or the module) -> the nodes of its scope
@@ -87,6 +96,7 @@ class Summarizer:
         self._has_save = any(  # most files save nothing: skip the per-scope search
             isinstance(n.func, (ast.Attribute, ast.Name)) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
             in ("save", "save_file") for n in self._calls)
+        self._flow_sites = self._pair_flow_calls()
         self._imports(node for node in everything if type(node) in (ast.Import, ast.ImportFrom))
         self._collect_dtype_names(everything, self.module_dtype_names)
         self.module_scope = _Scope()
@@ -115,6 +125,7 @@ class Summarizer:
             "parts": self.parts,
             "effect_calls": self.effect_calls,
             "bound_forwards": self.bound_forwards,
+            "call_sites": sorted(self.call_sites, key=lambda site: (site["line"], site["column"])),
             "calls": sorted({
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
@@ -229,6 +240,7 @@ class Summarizer:
                     returns.update(self._refs(node.value, scope))
         if not record:
             return
+        self._record_call_sites(nodes, scope, owner)
         conditions = _Conditions(nodes)
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
         calls = []
@@ -280,6 +292,83 @@ class Summarizer:
                           if name == "self" or (name.startswith("self.") and name.count(".") == 1)]
             if self_casts:
                 self.returned_casts[scope.cls] = self_casts[:1]
+
+    # -- call sites: what calls pass their callees (see call_sites.py and project/contexts.py) --------
+    def _pair_flow_calls(self) -> dict[int, dict]:
+        """id(ast call) -> its flow site: the k-th call of a dotted name in CPython's tree is the
+        k-th in libcst's (both in source order); a name whose counts differ is left out."""
+        if not self.flow_calls:
+            return {}
+        by_name: dict[str, list[ast.Call]] = {}
+        for call in self._calls:
+            name = _dotted(call.func)
+            if name in self.flow_calls:
+                by_name.setdefault(name, []).append(call)
+        paired: dict[int, dict] = {}
+        for name, calls in by_name.items():
+            sites = self.flow_calls[name]
+            if len(calls) != len(sites):
+                continue
+            calls.sort(key=lambda call: (call.lineno, call.col_offset))
+            for call, site in zip(calls, sites):
+                if site:
+                    paired[id(call)] = site
+        return paired
+
+    def _record_call_sites(self, nodes, scope: _Scope, owner: str | None) -> None:
+        assigned = None
+        for node in nodes:
+            if type(node) is not ast.Call:
+                continue
+            site = self._flow_sites.get(id(node))
+            passes = []
+            name = _dotted(node.func)
+            targets = self.imports.get(name.split(".")[0], ()) if name is not None else ()
+            if targets and all(target.split(".")[0] in LIBRARIES for target in targets):
+                continue
+            if owner is not None and name is not None and name.split(".")[0] in self.imports and scope.env:
+                # a parameter handed on unchanged to another file's function: contexts chain through it
+                if assigned is None:
+                    assigned = {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
+                positional = [(index, arg) for index, arg in enumerate(node.args)]
+                if any(isinstance(arg, ast.Starred) for _, arg in positional):
+                    positional = positional[: next(i for i, (_, a) in enumerate(positional) if isinstance(a, ast.Starred))]
+                for at, arg in [*positional, *((k.arg, k.value) for k in node.keywords if k.arg)]:
+                    if type(arg) is ast.Name and arg.id not in assigned and f"param:{arg.id}" in scope.env.get(arg.id, ()):
+                        passes.append({"at": at, "param": arg.id})
+            if site is None and not passes:
+                continue
+            callee = self._callee(node.func, name, scope)
+            if callee is None:
+                continue
+            self.call_sites.append({
+                "callee": callee, "owner": owner, "line": node.lineno, "column": node.col_offset,
+                "args": site["args"] if site else [], "autocast": site["autocast"] if site else None,
+                "passes": passes,
+            })
+
+    def _callee(self, func: ast.AST, name: str | None, scope: _Scope) -> dict | None:
+        """``{"name": "ssim"}`` (a function, or ``Cls.method``) or ``{"receiver": refs, "method":
+        "forward"}`` (a method of whatever instance the receiver holds)."""
+        if name is None:
+            return None
+        if isinstance(func, ast.Name):
+            if name in scope.env:
+                refs = sorted(r for r in scope.env[name] if not r.startswith("param:"))
+                return {"receiver": refs, "method": "forward"} if refs else None
+            return {"name": name}
+        head, _, rest = name.rpartition(".")
+        if head == "self" and scope.cls is not None:
+            refs = self.attrs.get(scope.cls, {}).get(rest)
+            if refs:
+                return {"receiver": sorted(refs), "method": "forward"}
+            return {"name": f"{scope.cls}.{rest}"}
+        if name.split(".")[0] in self.imports and name.split(".")[0] not in scope.env:
+            return {"name": name}
+        if rest in CHAIN_METHODS:
+            return None
+        refs = sorted(r for r in self._refs(func.value, scope) if not r.startswith("param:"))
+        return {"receiver": refs, "method": rest} if refs else None
 
     def _segment(self, node: ast.AST) -> str:
         """The node's source, shortened (``ast.get_source_segment`` splits the whole file each call)."""
@@ -699,21 +788,22 @@ class _Conditions:
         return self.get(key) is not None
 
 
-def summarize(tree: ast.Module, text: str) -> dict:
-    """The summary of one parsed file (see the module docstring)."""
-    return Summarizer(tree, text).run()
+def summarize(tree: ast.Module, text: str, flow_calls: dict | None = None) -> dict:
+    """The summary of one parsed file (see the module docstring); ``flow_calls``: the dtypes its
+    calls pass (call_sites.flow_arguments)."""
+    return Summarizer(tree, text, flow_calls).run()
 
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
-               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "calls": [], "config_loads": False,
-               "values": {}, "parts": [], "effect_calls": [], "bound_forwards": []}
+               "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "call_sites": [], "calls": [],
+               "config_loads": False, "values": {}, "parts": [], "effect_calls": [], "bound_forwards": []}
 
 
-def summarize_tree(tree: ast.Module | None, text: str) -> dict:
+def summarize_tree(tree: ast.Module | None, text: str, flow_calls: dict | None = None) -> dict:
     """``summarize``, or an empty summary for a file that does not parse or nests too deeply."""
     if tree is None:
         return EMPTY
     try:
-        return summarize(tree, text)
+        return summarize(tree, text, flow_calls)
     except (RecursionError, ValueError):
         return EMPTY

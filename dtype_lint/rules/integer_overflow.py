@@ -27,6 +27,9 @@ def narrow_int(ctx, value: Value | None) -> str | None:
     if value is None or value.kind != "tensor" or value.dtype != INT:
         return None
     origin = value.origin_of(INT)
+    integer = getattr(origin, "integer", None)  # passed by a caller in another file (project/seeding.py)
+    if integer:
+        return integer if integer in NARROW_INTS else None
     node = origin.node if origin is not None else None
     if isinstance(node, cst.Attribute):  # the dtype itself: ``torch.uint8`` in ``.to(torch.uint8)``
         return node.attr.value if node.attr.value in NARROW_INTS else None

@@ -24,6 +24,7 @@ from dtype_lint.rules.model_input import (
 )
 
 FLOATS = (FP32, FP16, BF16, FP64)
+ATTENTION = "torch.nn.functional.scaled_dot_product_attention"
 TORCH_NAMES = {FP32: "Float", FP16: "Half", BF16: "BFloat16", FP64: "Double"}
 
 
@@ -34,17 +35,20 @@ class OpOperandDtype(Rule):
     different floating dtypes: half activations convolved with a float32 filter the program
     built (`F.conv2d(img.half(), gaussian_window)`), a float64 tensor multiplied by float32
     weights, a bfloat16 input through a float32 projection matrix. Also
-    `F.scaled_dot_product_attention` given an `attn_mask` in float16, bfloat16 or float64 that
-    is not its query's dtype (a bfloat16 mask a helper built for a float16 query); boolean and
-    float32 masks go with any query.
+    `F.scaled_dot_product_attention` whose query, key and value differ (keys cast to a
+    hard-coded `torch.bfloat16` in a float16 model), or whose float `attn_mask` is a low
+    precision other than the query's (a bfloat16 mask with a float16 query; a float32 mask is
+    accepted). In a project, the operands include what callers in other files pass a function
+    (`ssim(sr.half(), hr.half())` reaching a float32 window inside `ssim`).
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found
     Float` (conv), `mat1 and mat2 must have the same dtype, but got Double and Float` (linear),
     `expected m1 and m2 to have the same dtype, but got: double != float` (mm). The filter or
     matrix is usually made once in a helper with the default dtype while the data arrives in
-    another (NVIDIA/apex#965, an SSIM window on an fp16 super-resolution model). SDPA fails with
-    `Expected attn_mask dtype to be bool or float or to match query dtype` (Comfy-Org/ComfyUI#8118).
+    another (NVIDIA/apex#965, an SSIM window on an fp16 super-resolution model). Attention
+    fails with `Expected query, key, and value to have the same dtype` or `Expected attn_mask
+    dtype to be bool or float or to match query dtype` (Comfy-Org/ComfyUI#8118).
 
     ## Example
     ```python
@@ -66,7 +70,7 @@ class OpOperandDtype(Rule):
 
     code = "DTL107"
     name = "op-operand-dtype"
-    summary = "Matmul, linear or convolution on tensors of two different float dtypes"
+    summary = "Matmul, linear, convolution or attention on tensors of two different float dtypes"
     fix_safety = Safety.UNSAFE
     # Two float dtypes meet: one is float16, bfloat16 or a spelled float64.
     triggers = LOWP_TRIGGERS + FP64_SPELLED
@@ -79,6 +83,8 @@ class OpOperandDtype(Rule):
         "import torch\nimport torch.nn.functional as F\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.weight = torch.nn.Parameter(torch.randn(4, 4))\n    def forward(self, x):\n        return F.linear(x, self.weight)\n"
         "net = Net().half()\nnet(torch.randn(2, 4).half())\n",
+        "import torch\nimport torch.nn.functional as F\nq = torch.randn(1, 2, 4, 8, dtype=torch.float16)\n"
+        "out = F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(4, 4))\n",
     )
     invalid = (
         Invalid(
@@ -90,6 +96,12 @@ class OpOperandDtype(Rule):
         Invalid(
             "import torch\nx = torch.randn(2, 8, dtype=torch.float64)\nw = torch.randn(8, 4)\ny = x @ w\n",
             fixed="import torch\nx = torch.randn(2, 8, dtype=torch.float64)\nw = torch.randn(8, 4)\ny = x @ w.to(x.dtype)\n",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nq = torch.randn(1, 2, 4, 8, dtype=torch.float16)\n"
+            "k = q.to(torch.bfloat16)\nout = F.scaled_dot_product_attention(q, k, k)\n",
+            fixed="import torch\nimport torch.nn.functional as F\nq = torch.randn(1, 2, 4, 8, dtype=torch.float16)\n"
+            "k = q.to(torch.bfloat16)\nout = F.scaled_dot_product_attention(q, k.to(q.dtype), k)\n",
         ),
     )
 
@@ -107,33 +119,8 @@ class OpOperandDtype(Rule):
             return None
         return None if value.role == "param" else value
 
-    def _check_attention_mask(self, node: cst.Call) -> bool:
-        """``F.scaled_dot_product_attention(q, k, v, attn_mask=m)``: a mask must be boolean,
-        float32 or in the query's dtype (torch 2.x's check)."""
-        if not self.ctx.names.matches(node.func, "torch.nn.functional.scaled_dot_product_attention"):
-            return False
-        query_node = _argument(node, "query", 0)
-        mask_node = _argument(node, "attn_mask", 3)
-        if query_node is None or mask_node is None or self.ctx.flow.autocast_at(node) is not None:
-            return True
-        query, mask = self._float(query_node), self._float(mask_node)
-        if query is None or mask is None or FP32 in mask.dtypes:
-            return True  # a float32 mask goes with any query
-        confidence = self._confidence(query, mask)
-        if confidence is None:
-            return True
-        self.report(
-            mask_node,
-            f"the attention mask `{code(self.ctx, mask_node)}` is {dtype_phrase(mask)} but the query "
-            f"`{code(self.ctx, query_node)}` is {dtype_phrase(query)}: scaled_dot_product_attention fails with "
-            f"'Expected attn_mask dtype to be bool or float or to match query dtype'; build the mask in the "
-            f"query's dtype (`.to({code(self.ctx, query_node)}.dtype)`)",
-            confidence=confidence,
-        )
-        return True
-
     def _check(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Call) and self._check_attention_mask(node):
+        if isinstance(node, cst.Call) and self._check_attention(node):
             return
         found = matmul_operands(self.ctx, node)
         if found is None or self.ctx.flow.autocast_at(node) is not None:
@@ -167,6 +154,55 @@ class OpOperandDtype(Rule):
             )
             return
 
+    def _check_attention(self, node: cst.Call) -> bool:
+        """``F.scaled_dot_product_attention``: query, key and value of one dtype, and a float
+        ``attn_mask`` float32 or the query's dtype. True when ``node`` is that call."""
+        if not any(q == ATTENTION for q in self.ctx.names.qualified_names(node.func)):
+            return False
+        if self.ctx.flow.autocast_at(node) is not None:
+            return True  # autocast casts query, key and value to its dtype
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        named = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        operands = [positional[i] if i < len(positional) else named.get(word)
+                    for i, word in enumerate(("query", "key", "value", "attn_mask"))]
+        query_node, query = operands[0], self._float(operands[0]) if operands[0] is not None else None
+        if query is None:
+            return True
+        for other_node in operands[1:3]:
+            other = self._float(other_node) if other_node is not None else None
+            confidence = _attention_confidence(query, other) if other is not None else None
+            if confidence is not None:
+                self._report_attention(node, query_node, query, other_node, other, confidence,
+                                       "'Expected query, key, and value to have the same dtype'")
+                return True
+        mask_node = operands[3]
+        mask = self._float(mask_node) if mask_node is not None else None
+        low = mask.dtypes - {FP32} if mask is not None else frozenset()
+        if low:  # a float32 mask is accepted with any query; another float must match it
+            restricted = mask.with_dtypes(low, mask.origin, partial=mask.partial or FP32 in mask.dtypes)
+            restricted = restricted.replace(origins=tuple(o for o in mask.origins if o[0] in low))
+            confidence = _attention_confidence(query, restricted)
+            if confidence is not None:
+                self._report_attention(node, query_node, query, mask_node, restricted, confidence,
+                                       "'Expected attn_mask dtype to be bool or float or to match query dtype'",
+                                       "the mask")
+        return True
+
+    def _report_attention(self, node, query_node, query: Value, other_node, other: Value, confidence, error: str,
+                          what: str = "") -> None:
+        fix = None
+        if isinstance(query_node, (cst.Name, cst.Attribute)):
+            fix = Fix(Safety.UNSAFE, (suffix_edit(self, other_node, f".to({self.ctx.code_for(query_node)}.dtype)"),),
+                      "cast it to the query's dtype")
+        self.report(
+            other_node,
+            f"the query `{code(self.ctx, query_node)}` is {dtype_phrase(query)} but {what + ' ' if what else ''}"
+            f"`{code(self.ctx, other_node)}` is {dtype_phrase(other)}: `F.scaled_dot_product_attention` does not "
+            f"promote and fails with {error}; cast it to the query's dtype",
+            confidence=confidence,
+            fix=fix,
+        )
+
     @staticmethod
     def _confidence(first: Value, other: Value) -> Confidence | None:
         """HIGH: two different certain dtypes, or a certain one the other can never be; MEDIUM:
@@ -183,12 +219,13 @@ class OpOperandDtype(Rule):
         return None
 
 
-def _argument(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    return positional[position] if position < len(positional) else None
+def _attention_confidence(query: Value, other: Value) -> Confidence | None:
+    """As for the other ops; also MEDIUM for two values each of one known dtype, different, that
+    some path leaves unknown (a bfloat16 mask a branch builds, a float16 default's query)."""
+    found = OpOperandDtype._confidence(query, other)
+    if found is None and len(query.dtypes) == 1 and len(other.dtypes) == 1 and query.dtypes != other.dtypes:
+        return Confidence.MEDIUM
+    return found
 
 
 def _module_state(node: cst.BaseExpression) -> bool:

@@ -11,6 +11,7 @@ calls are run at the end with unknown parameters, so every node of the file gets
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 
 import libcst as cst
 
@@ -19,15 +20,15 @@ from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, 
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
 from dtype_lint.project.seeding import (
-    WorldOrigin, argument_value, built_value, part_value, result_value, returned_value, world_tensor_parameter,
-    world_values,
+    WorldOrigin, argument_value, built_value, context_value, part_value, result_value, returned_value,
+    world_tensor_parameter, world_values,
 )
 from dtype_lint.facts.training import child_nodes, walk
 
@@ -143,8 +144,12 @@ def _string(node: cst.BaseExpression | None) -> str | None:
 
 
 class Interpreter:
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, dtype_defaults: bool = False) -> None:
         self.ctx = ctx
+        # Run uncalled plain functions with their low dtype defaults (``def sample(dtype=torch.float16)``)
+        # as one reachable configuration. Only for what calls pass on (project/call_sites.py): the
+        # rules' own flow leaves those unknown (callers usually pass the dtype).
+        self.dtype_defaults = dtype_defaults
         self.names = ctx.names
         self.flow = Flow()
         self.flow._parent = ctx.parent
@@ -170,6 +175,13 @@ class Interpreter:
     def run(self) -> Flow:
         self.flow._rerun = self.rerun
         self._block(self.ctx.module.body, self.module_frame)
+        contexts = getattr(getattr(self.ctx, "worlds", None), "contexts", None)
+        if contexts:
+            # functions another file calls with risky dtypes: run under that call (project/contexts.py)
+            for info in list(self._functions):
+                context = contexts.get(self._project_key(info))
+                if context is not None:
+                    self._run_generic(info, context)
         # Functions no one called with known arguments: run them with unknown parameters. Plain
         # module-level functions last-defined first: a helper is usually defined above its
         # callers, and a caller's run hands it what it knows (``cache_latents(vae.float(), ...)``)
@@ -612,6 +624,9 @@ class Interpreter:
                 item = items[index] if items is not None and index < len(items) else None
                 if items is None and value is not None and value.kind == TENSOR and value.certain and _splits(source):
                     item = value  # ``q, k, v = x.chunk(3)``: the pieces of a tensor keep its dtype
+                elif items is None and value is not None and value.info == "comprehension" and value.element is not None \
+                        and value.element.kind == TENSOR:
+                    item = value.element  # ``q, k = (t.transpose(1, 2) for t in (q, k))``: any of them
                 self._bind(element.value, item, frame, None)
         elif isinstance(target, cst.Subscript):
             self.ev(target.value, frame)
@@ -733,7 +748,19 @@ class Interpreter:
             return make(MODULE, (self.default_float,), origin, info=cls.name)
         return make(INSTANCE, info=cls.name)
 
-    def _run_generic(self, info: FunctionInfo) -> None:
+    def _project_key(self, info: FunctionInfo) -> str | None:
+        """``ssim`` / ``Processor.forward``: how the project pass names a top-level function or a
+        method of a top-level class; None for nested definitions."""
+        if info.outer is not self.module_frame:
+            return None
+        name = info.node.name.value
+        if info.cls is None:
+            return name if self.module_frame.functions.get(name) is info else None
+        return f"{info.cls.name}.{name}" if self.module_frame.classes.get(info.cls.name) is info.cls else None
+
+    def _run_generic(self, info: FunctionInfo, context=None) -> None:
+        """Run a function no call of this file reached, with unknown parameters, or with the
+        values a caller in another file passes (``context``, a seeding.CallContext)."""
         cls = info.cls
         if cls is not None and info.node.name.value != "__init__" and not cls.init_done:
             init = cls.methods.get("__init__")
@@ -805,7 +832,19 @@ class Interpreter:
                     # other defaults stay unknown: callers usually pass the dtype, and
                     # data-dependent numerics rules would guess.
                     bound.setdefault(name, (join(default, None), None, {}))
-        self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, (), generic=True)
+        if self.dtype_defaults and cls is None:
+            for name, default in info.defaults.items():
+                if default is not None and default.kind == DTYPE and default.dtypes & LOW:
+                    bound.setdefault(name, (join(default, None), None, {}))
+        autocast = ()
+        if context is not None:
+            words = f"the call at {context.where(posixpath.dirname(self.ctx.path))}"
+            for parameter in context.args:
+                bound[parameter[0]] = (context_value(parameter, info.node, self.origin, words), None, {})
+            if context.autocast:
+                enabled = None if context.autocast_conditional else True
+                autocast = (amp.AutocastInfo(device=None, dtype=LONG_NAMES[context.autocast], enabled=enabled),)
+        self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, autocast, generic=True)
 
     def _casts_modules(self, info: FunctionInfo) -> bool:
         """Whether the function casts a module-like name to one of its parameters (``unet.to(dtype=weight_dtype)``)."""
@@ -1832,6 +1871,10 @@ class Interpreter:
         cls = self._find_class(name, frame)
         if cls is not None:
             return self._construct(cls, node, frame, None)
+        if lib.MODEL_NAME.search(name) and self._autocast_dtype(frame) in (FP16, BF16) \
+                and not self.names.qualified_names(node.func):
+            # ``net_g(x)`` under autocast: an unknown model runs its layers in the autocast dtype
+            return self._autocast_result(frame, certain=False, node=node)
         if name in ("list", "tuple", "filter", "iter", "sorted", "reversed"):
             sequence = self._current.get(id(node.args[-1].value)) if node.args else None
             return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
@@ -2239,7 +2282,11 @@ def _splits(source) -> bool:
 
 
 def _looks_like_module(expr: cst.BaseExpression) -> bool:
-    """``Net()``, ``build_model(cfg)``, ``self.unet``: an unknown receiver spelled like a model."""
+    """``Net()``, ``build_model(cfg)``, ``self.unet``, ``model.cuda()``: an unknown receiver
+    spelled like a model (device moves and mode switches return the module)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in lib.MODULE_SELF_METHODS and isinstance(expr.func.value, (cst.Name, cst.Attribute)):
+        expr = expr.func.value
     if isinstance(expr, cst.Call):
         name = dotted_name(expr.func) or ""
         last = name.rsplit(".", 1)[-1]
