@@ -544,8 +544,6 @@ class Fp16TrainableParams(Rule):
                 # one part of the model keeps float16 (``nn.PReLU(..., dtype=torch.float16)``):
                 # report where it is made, or, made in another file, where the scaler unscales
                 what = f"float32 with a float16 part since {part.describe()}"
-                if frozen:
-                    confidence = Confidence.LOW  # the float16 part may be a frozen one (no gradients)
                 anchor = part.node if not isinstance(part, WorldOrigin) else self._unscaling_call(optimizer) or anchor
             trainer = "this optimizer" if anchor is optimizer.node else f"the optimizer at line {_line(self.ctx, optimizer.node)}"
             self.report(
