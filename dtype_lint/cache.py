@@ -27,7 +27,7 @@ from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).
 DIRECTORY_ENV = "DTYPE_LINT_CACHE_DIR"
-FORMAT = 3
+FORMAT = 4  # 4: summaries hold autocast calls, framework autocast and runners
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 _fingerprint: str | None = None

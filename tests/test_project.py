@@ -821,3 +821,146 @@ def test_context_rules_are_registered_codes():
     from dtype_lint.rules import all_rules
 
     assert recheck.CONTEXT_RULES <= {rule.code for rule in all_rules()}
+
+
+
+
+# -- autocast worlds: a class called under autocast elsewhere runs its forward under it --------
+def _findings_of(folder: str) -> list:
+    reports = engine.check_files(_files(PROJECTS / folder), Settings(), jobs=1, project=True)
+    return [f for r in reports for f in r.findings]
+
+
+def test_autocast_world_message_names_the_method_the_condition_and_the_region():
+    (finding,) = _findings_of("scorer_fp16_autocast_engine")
+    assert finding.message.startswith(
+        "`CrossScorer._masked` runs under float16 autocast when `self.use_amp` is true "
+        "(engine.py:18, `amp_ctx(\"cuda\", dtype=torch.float16)`): `NEG_FILL`"
+    )
+    assert finding.confidence.name == "MEDIUM"  # the region is entered on some runs only
+
+
+def test_framework_precision_runs_the_trained_module_and_its_submodules_under_autocast():
+    found = _findings_of("lightning_spectral_16_mixed")
+    assert {(f.code, f.line) for f in found} == {("DTL509", 15), ("DTL509", 16)}
+    first = min(found, key=lambda f: f.line)
+    assert first.message.startswith(
+        "`SpectralMixer.forward` runs under float16 autocast (train.py:25, "
+        "`L.Trainer(precision=\"16-mixed\", max_epochs=3)`, through `Denoiser`): `torch.fft.rfft` on `hidden`"
+    )
+    assert first.confidence.name == "HIGH"  # a literal precision and a conv output: float16 on every run
+
+
+def test_free_function_a_method_under_autocast_calls_runs_under_it():
+    (finding,) = _findings_of("method_calls_masking_helper")
+    assert finding.message.startswith(
+        "`masked_similarity` runs under float16 autocast when `amp` is true (serve.py:8, "
+    ) and "through `DualEncoder.search`" in finding.message
+
+
+def _autocast_worlds(sources: dict[str, str]) -> dict:
+    return {cls: [(i.world.dtype, i.world.conditional, i.entries, i.activations, i.world.via) for i in items]
+            for cls, items in Project(_summaries(sources)).autocast_worlds().items()}
+
+
+MODELS = (
+    "import torch.nn as nn\n"
+    "class Head(nn.Module):\n    def forward(self, x):\n        return x\n"
+    "class Base(nn.Module):\n    def forward(self, x):\n        return self.project(x)\n"
+    "    def project(self, x):\n        return x\n    def export(self):\n        pass\n"
+    "class Net(Base):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n"
+)
+
+
+def test_autocast_worlds_reach_called_methods_bases_and_submodules():
+    worlds = _autocast_worlds({
+        "models.py": MODELS,
+        "train.py": "import torch\nfrom models import Net\nnet = Net()\n"
+                    "with torch.autocast('cuda'):\n    net(1)\n",
+    })
+    assert worlds[("models.py", "Net")] == [("fp16", False, ("forward", "project"), False, None)]
+    assert worlds[("models.py", "Base")] == [("fp16", False, ("forward", "project"), False, None)]
+    # a submodule: every method, its inputs made under autocast
+    assert worlds[("models.py", "Head")] == [("fp16", False, (), True, "Net")]
+
+
+def test_autocast_regions_that_run_nothing_low_make_no_world():
+    program = "import torch\nfrom models import Net\nnet = Net()\nwith {}:\n    net(1)\n"
+    for region in ("torch.autocast('cuda', enabled=False)", "torch.autocast('cuda', dtype=torch.float32)",
+                   "torch.autocast(device_type=device_of())"):
+        assert _autocast_worlds({"models.py": MODELS, "train.py": program.format(region)}) == {}, region
+    (cpu,) = _autocast_worlds({"models.py": MODELS, "train.py": program.format("torch.autocast('cpu')")})[
+        ("models.py", "Net")]
+    assert cpu[0] == "bf16"  # CPU autocast's default dtype
+    (flag,) = _autocast_worlds({"models.py": MODELS, "train.py": program.format(
+        "torch.cuda.amp.autocast(enabled=args.amp)")})[("models.py", "Net")]
+    assert flag[:2] == ("fp16", True)
+
+
+def test_a_model_handed_to_a_function_is_a_guess_at_medium():
+    worlds = _autocast_worlds({
+        "models.py": MODELS,
+        "loop.py": "import torch\nclass Local(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                   "def step(model, policy, x):\n    with torch.autocast('cuda'):\n"
+                   "        model(x)\n        policy.export()\n",
+    })
+    # ``model(x)``: a module class of the same file; ``policy.export()``: the one class with that method
+    assert worlds[("loop.py", "Local")] == [("fp16", True, ("forward",), False, None)]
+    assert worlds[("models.py", "Base")] == [("fp16", True, ("export",), False, None)]
+
+
+def test_framework_runners_need_a_framework_autocast_source():
+    fit = "from models import Net\nimport lightning as L\n{}\nL.Trainer(max_epochs=1).fit(Net())\n"
+    assert _autocast_worlds({"models.py": MODELS, "train.py": fit.format("")}) == {}
+    worlds = _autocast_worlds({"models.py": MODELS, "train.py": fit.format("L.Trainer(precision='bf16-mixed')")})
+    assert worlds[("models.py", "Net")][0][:3] == (
+        "bf16", False, ("forward", "predict_step", "project", "test_step", "training_step", "validation_step"))
+    prepare = "from accelerate import Accelerator\nfrom models import Net\nacc = Accelerator({})\n" \
+              "accelerator = acc\nmodel = accelerator.prepare(Net())\n"
+    assert _autocast_worlds({"models.py": MODELS, "run.py": prepare.format("")}) == {}
+    assert ("models.py", "Net") in _autocast_worlds({"models.py": MODELS, "run.py": prepare.format(
+        "mixed_precision='fp16'")})
+
+
+def test_autocast_functions_follow_method_calls_across_files():
+    summaries = _summaries({
+        "ops.py": "import torch\ndef inner(x):\n    return x\ndef outer(x):\n    return inner(x)\n"
+                  "def unused(x):\n    return x\n",
+        "model.py": "import torch\nfrom ops import outer\nclass M(torch.nn.Module):\n"
+                    "    def forward(self, x):\n        return outer(x)\n",
+        "run.py": "import torch\nfrom model import M\nm = M()\nwith torch.autocast('cuda'):\n    m(1)\n",
+    })
+    project = Project(summaries)
+    functions = project.autocast_functions(project.autocast_worlds())
+    assert sorted(functions) == [("ops.py", "inner"), ("ops.py", "outer")]
+    assert {i.world.via for i in functions[("ops.py", "inner")]} == {"M.forward"}
+
+
+def test_autocast_dtype_chosen_at_run_time_is_a_reachable_configuration():
+    program = ("import torch\nfrom models import Net\nnet = Net()\n{}\n"
+               "with torch.autocast('cuda', dtype={}):\n    net(1)\n")
+    for assign, dtype in (("amp_dtype = torch.bfloat16 if bf16 else torch.float16", "amp_dtype"),
+                          ("", "torch.float16 if args.fp16 else torch.float32")):
+        (world,) = _autocast_worlds({"models.py": MODELS, "train.py": program.format(assign, dtype)})[
+            ("models.py", "Net")]
+        assert world[:2] == ("fp16", True), dtype
+
+
+def test_changing_the_autocast_region_in_one_file_reanalyses_the_class_in_another(tmp_path):
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "scorer_fp16_autocast_engine", project)
+    files, settings = _files(project), Settings()
+
+    def run():
+        cache = Cache(tmp_path / "cache", settings)
+        reports = engine.check_files(files, settings, jobs=1, cache=cache, project=True)
+        return {(r.path, f.code, f.line) for r in reports for f in r.findings}
+
+    cold = run()
+    assert cold == {("nets/scorers.py", "DTL501", 20)}
+    engine_py = project / "engine.py"
+    float16 = 'amp_ctx("cuda", dtype=torch.float16)'
+    engine_py.write_text(engine_py.read_text().replace(float16, 'amp_ctx("cuda", dtype=torch.bfloat16)'))
+    assert run() == set()  # -1e9 fits bfloat16
+    engine_py.write_text(engine_py.read_text().replace('amp_ctx("cuda", dtype=torch.bfloat16)', float16))
+    assert run() == cold

@@ -40,6 +40,10 @@ DTYPE_NAMES = {
 }
 
 
+# The dtype autocast runs at when none is given, per device.
+DEVICE_DEFAULTS = {"cuda": "float16", "cpu": "bfloat16"}
+
+
 @dataclasses.dataclass(frozen=True)
 class AutocastInfo:
     device: str | None  # "cuda", "cpu", ... or None when not a literal
@@ -52,7 +56,7 @@ class AutocastInfo:
         """The dtype autocast runs at: explicit, or the device default (CUDA fp16, CPU bf16)."""
         if self.dtype is not None:
             return self.dtype
-        return {"cuda": "float16", "cpu": "bfloat16"}.get(self.device or "")
+        return DEVICE_DEFAULTS.get(self.device or "")
 
 
 def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.BaseExpression | None:
@@ -90,6 +94,17 @@ def dtype_literal(names: ImportTable, node: cst.BaseExpression | None) -> str | 
     return None
 
 
+def autocast_signature(qualified: str) -> tuple[str | None, int | None, int, int]:
+    """(the device the callable fixes or None, and the positions of ``device_type``, ``dtype`` and
+    ``enabled``): ``torch.cuda.amp.autocast(enabled, dtype)`` against ``torch.autocast(device_type,
+    dtype, enabled)``. Shared by the libcst reader below and the project summary's ``ast`` one."""
+    if qualified.startswith("torch.cuda."):
+        return "cuda", None, 1, 0
+    if qualified.startswith("torch.cpu."):
+        return "cpu", None, 1, 0
+    return None, 0, 1, 2
+
+
 def autocast_info(names: ImportTable, call: cst.BaseExpression) -> AutocastInfo | None:
     """The autocast context ``call`` creates, or None when it is not one."""
     if not isinstance(call, cst.Call):
@@ -101,14 +116,8 @@ def autocast_info(names: ImportTable, call: cst.BaseExpression) -> AutocastInfo 
         if dotted and dotted.endswith("accelerator.autocast"):
             return AutocastInfo(device=None, dtype=None, enabled=True, node=call)
         return None
-    if qualified.startswith("torch.cuda."):
-        device: str | None = "cuda"
-        dtype_position, enabled_position = 1, 0
-    elif qualified.startswith("torch.cpu."):
-        device, dtype_position, enabled_position = "cpu", 1, 0
-    else:
-        device = literal_string(_argument(call, "device_type", 0))
-        dtype_position, enabled_position = 1, 2
+    fixed, device_position, dtype_position, enabled_position = autocast_signature(qualified)
+    device = fixed if fixed is not None else literal_string(_argument(call, "device_type", device_position))
     dtype = dtype_literal(names, _argument(call, "dtype", dtype_position))
     enabled_node = _argument(call, "enabled", enabled_position)
     enabled = True if enabled_node is None else literal_bool(enabled_node)

@@ -82,6 +82,45 @@ CATALOG: tuple[Source, ...] = (
     Source("from_pretrained", FROM_PRETRAINED, "revision", {"fp16": Effect(params=FP16, conditional=True)}),
 )
 
+def catalog_effects(qualified: str, given: dict) -> list[tuple[Source, object, Effect]]:
+    """The catalog entries a call of ``qualified`` with the literal keyword values ``given``
+    matches (bools as bools, ints as their text), for readers of another tree: the project
+    summary reads CPython's ``ast``."""
+    found = []
+    for source in CATALOG:
+        if qualified in source.callables and source.argument in given:
+            value = given[source.argument]
+            effect = source.effects.get(value) if type(value) in (str, bool) else None
+            if effect is not None:
+                found.append((source, value, effect))
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Runner:
+    """How a framework is handed the model it runs under its sources' autocast: a constructor
+    (``Trainer(model=...)``) or a method of the framework's object (``trainer.fit(model)``,
+    ``accelerator.prepare(model, optimizer)``)."""
+
+    framework: str
+    callables: tuple[str, ...]  # qualified constructors given the model
+    methods: tuple[str, ...]  # or methods given it
+    receivers: tuple[str, ...]  # the method's receiver is named one of these (empty: any name)
+    keyword: str | None  # the argument that holds the model (position 0 too); None: every positional one
+    entries: tuple[str, ...]  # the model's methods the framework calls under autocast
+
+
+HF_TRAINERS = ("transformers.Trainer", "transformers.Seq2SeqTrainer", "transformers.trainer.Trainer",
+               "trl.SFTTrainer", "trl.DPOTrainer")
+LIGHTNING_STEPS = ("training_step", "validation_step", "test_step", "predict_step", "forward")
+RUNNERS: tuple[Runner, ...] = (
+    Runner("transformers", HF_TRAINERS, (), (), "model", ("forward",)),
+    Runner("lightning", (), ("fit", "validate", "test", "predict"), (), "model", LIGHTNING_STEPS),
+    Runner("lightning", (), ("setup", "setup_module"), ("fabric",), None, ("forward",)),
+    Runner("accelerate", (), ("prepare", "prepare_model"), ("accelerator",), None, ("forward",)),
+)
+
+
 # argparse flags that switch a program to low precision; the flag may be off: conditional.
 FLAG_EFFECTS = {
     "--fp16": Effect(params=FP16, conditional=True), "--half": Effect(params=FP16, conditional=True),

@@ -31,8 +31,10 @@ from dtype_lint.project import checkpoints
 from dtype_lint.project.contexts import call_contexts
 from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
-from dtype_lint.project.seeding import RETURNED_BY, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld
-from dtype_lint.project.worlds import Project, Returned, ReturnedValue, World
+from dtype_lint.project.seeding import (
+    RETURNED_BY, AutocastWorld, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld,
+)
+from dtype_lint.project.worlds import Entered, Project, Returned, ReturnedValue, World
 
 # Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
 # (DTL107 is left out: under a world, operands the flow only knows as unions, such as a router's
@@ -76,6 +78,20 @@ def class_world(worlds: list[World], base: str = "") -> ClassWorld:
     methods = tuple(sorted({m for w in worlds for m in w.methods})) if all(w.methods for w in worlds) else ()
     return ClassWorld(dtype=dtype, certain=certain, description=description, cast=first.where(base),
                       trains=any(w.trains for w in chosen), methods=methods)
+
+
+def autocast_world(items: list[Entered], base: str = "") -> AutocastWorld:
+    """One autocast region to check a class (or function) under: float16 if any is, described by
+    the first; the methods any of them runs (all, when one reaches it as a submodule)."""
+    dtype = next(d for d in LOW_ORDER if any(i.world.dtype == d for i in items))
+    chosen = [i for i in items if i.world.dtype == dtype]
+    first = chosen[0]
+    certain = all(i.world.dtype == dtype and not i.world.conditional for i in items)
+    more = len({(i.world.path, i.world.line) for i in items}) - 1
+    description = first.world.describe(base) + (f" and {more} other region{'s' if more > 1 else ''}" if more else "")
+    entries = () if any(not i.entries for i in items) else tuple(sorted({m for i in items for m in i.entries}))
+    return AutocastWorld(dtype=dtype, device=first.device, certain=certain, description=description,
+                         entries=entries, activations=any(i.activations for i in chosen))
 
 
 def argument_world(worlds: list[World], base: str = "") -> ClassWorld:
@@ -146,8 +162,15 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     contexts: dict[str, dict[str, list]] = {}
     for (path, function), found in call_contexts(project).items():
         contexts.setdefault(path, {})[function] = found
+    under_autocast: dict[str, dict] = {}
+    functions_under: dict[str, dict] = {}
+    class_regions = project.autocast_worlds()
+    for (path, name), items in class_regions.items():
+        under_autocast.setdefault(path, {})[name] = items
+    for (path, name), items in project.autocast_functions(class_regions).items():
+        functions_under.setdefault(path, {})[name] = items
     if not (by_file or returned or arguments or saves or helpers or parameters or config or values or argument_values
-            or parts or built or bound or contexts):
+            or parts or built or bound or contexts or under_autocast):
         return reports
     tasks = []
     for index, report in enumerate(reports):
@@ -164,8 +187,9 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
         cast_apart, builds = parts.get(report.path, {}), built.get(report.path, {})
         forwards = bound.get(report.path, {})
         called = contexts.get(report.path, {})
+        regions, under_functions = under_autocast.get(report.path, {}), functions_under.get(report.path, {})
         if not (worlds or calls or given or loads or handed or passed or settings_read or results or given_results
-                or cast_apart or builds or forwards or called) or report.internal_errors:
+                or cast_apart or builds or forwards or called or regions or under_functions) or report.internal_errors:
             continue
         display, fs_path, settings, _, cache, _ = work[index]
         file_worlds = FileWorlds(
@@ -188,14 +212,17 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
                                    for name, by_attr in sorted(cast_apart.items())}, report.summary, worlds),
             built={call: built_world(found, call, base) for call, found in sorted(builds.items())},
             functions={name: class_world(found, base) for name, found in sorted(forwards.items())},
+            autocast={name: autocast_world(items, base) for name, items in sorted(regions.items())},
+            autocast_functions={name: autocast_world(items, base) for name, items in sorted(under_functions.items())},
         )
         ranges = {name: report.summary["classes"][name]
                   for name in {*file_worlds.classes, *file_worlds.arguments, *file_worlds.argument_values,
-                               *file_worlds.parts}
+                               *file_worlds.parts, *file_worlds.autocast}
                   if name in report.summary["classes"]}
         ranges.update({function: {"line": info["line"], "end": info.get("end", info["line"]), "methods": {}}
                        for function, info in report.summary["functions"].items()
-                       if function in file_worlds.parameters or function in file_worlds.functions})
+                       if function in file_worlds.parameters or function in file_worlds.functions
+                       or function in file_worlds.autocast_functions})
         plain = sorted({(f.code, f.line, f.column) for f in report.findings})
         functions = {name: (report.summary["functions"][name]["line"], report.summary["functions"][name]["end"])
                      for name in called}
@@ -334,6 +361,7 @@ def _in_world(finding: Finding, file_worlds: FileWorlds, ranges: dict, settings,
         return dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence)
     world = file_worlds.classes.get(located[0]) if located is not None else None
     rules = WORLD_RULES | TRAINING_RULES if world is not None and world.trains else WORLD_RULES
+    under = _autocast_of(file_worlds, located) if located is not None else None
     if located is not None and located[0] in file_worlds.functions and finding.code in WORLD_RULES:
         world = file_worlds.functions[located[0]]
         prefix, certain = f"`{located[0]}` runs as the forward of modules in {world.description}", world.certain
@@ -341,6 +369,10 @@ def _in_world(finding: Finding, file_worlds: FileWorlds, ranges: dict, settings,
         name, method = located
         where = f"{name}.{method}" if method else name
         prefix, certain = f"`{where}` runs in {world.description}", world.certain
+    elif under is not None and finding.code in WORLD_RULES:
+        name, method = located
+        where = f"{name}.{method}" if method else name
+        prefix, certain = f"`{where}` runs under {under.description}", under.certain
     elif located is not None and finding.code in WORLD_RULES and located[0] in file_worlds.arguments:
         name = located[0]
         keyword, world = sorted(file_worlds.arguments[name].items())[0]
@@ -455,6 +487,15 @@ def _part_named(parts: dict, message: str) -> tuple[str, PartWorld] | None:
         if world.origin in message:
             return attr, world
     return sorted(parts.items())[0]
+
+
+def _autocast_of(file_worlds: FileWorlds, located: tuple[str, str | None]) -> AutocastWorld | None:
+    """The autocast region the enclosing method (or function) runs under, if any."""
+    name, method = located
+    if name in file_worlds.autocast:
+        world = file_worlds.autocast[name]
+        return world if method is not None and world.runs(method) else None
+    return file_worlds.autocast_functions.get(name) if method is None else None
 
 
 def _enclosing(ranges: dict, line: int) -> tuple[str, str | None] | None:

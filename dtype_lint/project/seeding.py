@@ -44,6 +44,28 @@ class ClassWorld:
 
 
 @dataclasses.dataclass(frozen=True)
+class AutocastWorld:
+    """The autocast region a class's methods (or a function) are checked under."""
+
+    dtype: str  # fp16 / bf16
+    device: str | None
+    certain: bool  # every region is this dtype, enabled on every run
+    description: str  # "float16 autocast when `use_amp` is true (train.py:11, `torch.autocast(...)`)"
+    entries: tuple[str, ...] = ()  # the methods that run under it (empty: every method but __init__)
+    activations: bool = False  # a submodule: its tensor parameters are autocast outputs
+
+    def runs(self, method: str) -> bool:
+        return method != "__init__" and (not self.entries or method in self.entries)
+
+    def info(self):
+        """The region as the dtype flow holds one (an ``AutocastInfo`` with no node here)."""
+        from dtype_lint.facts.amp import AutocastInfo
+        from dtype_lint.facts.flow.values import LONG_NAMES
+
+        return AutocastInfo(device=self.device, dtype=LONG_NAMES[self.dtype], enabled=True if self.certain else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class ReturnedWorld:
     """A call whose project function returns a low-precision model (see worlds.Returned)."""
 
@@ -157,11 +179,16 @@ class FileWorlds:
     functions: dict = dataclasses.field(default_factory=dict)
     # function (``ssim``, ``Processor.forward``) -> the CallContext its body is checked under
     contexts: dict = dataclasses.field(default_factory=dict)
+    autocast: dict = dataclasses.field(default_factory=dict)  # class name -> AutocastWorld
+    # function name -> AutocastWorld: a free function a method under an autocast world calls
+    autocast_functions: dict = dataclasses.field(default_factory=dict)
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
                 sorted((n, [dataclasses.astuple(h) for h in items]) for n, items in self.helpers.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.classes.items()),
+                sorted((n, dataclasses.astuple(w)) for n, w in self.autocast.items()),
+                sorted((n, dataclasses.astuple(w)) for n, w in self.autocast_functions.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.returned.items()),
                 sorted((n, sorted((k, dataclasses.astuple(w)) for k, w in by_kw.items()))
                        for n, by_kw in self.arguments.items()),
@@ -301,6 +328,14 @@ class ContextOrigin(WorldOrigin):
     def _get(self) -> tuple[int, str]:
         line = super()._get()[0]
         return line, f"torch.{self.integer}" if self.integer else self._words
+
+
+def activation(world: AutocastWorld, node: cst.CSTNode, origin_for):
+    """A tensor parameter of a submodule under autocast: what the model's layers made, maybe the
+    autocast dtype (partial: a layer norm's or the caller's float32 reaches it too)."""
+    base = origin_for(node)
+    origin = WorldOrigin(node, base._resolve, "the autocast region of the model that contains it")
+    return make(TENSOR, (world.dtype,), origin).replace(partial=True)
 
 
 def world_values(world: ClassWorld, node: cst.CSTNode, origin_for, class_name: str):

@@ -87,6 +87,10 @@ class Summarizer:
         self.parts: list[dict] = []  # submodules given a low dtype apart from their model
         self.effect_calls: list[dict] = []  # ``model.init_weights()``: methods run for their effects
         self.bound_forwards: list[dict] = []  # ``module.forward = fn.__get__(module)``: fn runs as a forward
+        from dtype_lint.project.autocast_summary import AutocastSummary  # it reads this module's helpers
+
+        self.autocast = AutocastSummary(self)  # what runs under autocast (autocast_summary.py)
+        self._top_functions: set[str] = set()
 
     # -- entry ------------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -102,6 +106,7 @@ class Summarizer:
         self.module_scope = _Scope()
         self.handoffs = HandoffFinder(self, everything)
         module_scope = self.module_scope
+        self._top_functions = {s.name for s in self.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for statement in self.tree.body:
             if isinstance(statement, ast.ClassDef):
                 self._class(statement)
@@ -130,6 +135,7 @@ class Summarizer:
                 name for name in (_dotted(n.func) for n in self._calls)
                 if name and name.split(".")[0] in self.imports
             }),
+            **self.autocast.as_dict(),
         }
 
     # -- imports ----------------------------------------------------------------------------------
@@ -195,18 +201,36 @@ class Summarizer:
                 scope.env[arg.arg].add(annotated)  # ``def infer(model: Detector)``
         nodes = self._nodes.get(id(node), [])
         returns: set[str] = set()
+        positional = [*args.posonlyargs, *args.args]
+        defaults = {a.arg: d.value for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
+                    if isinstance(d, ast.Constant) and isinstance(d.value, str)}
         self._scope_body(node.body, scope, owner=node.name if cls is None else f"{cls}.{node.name}",
-                         returns=returns, record=record, nodes=nodes)
+                         returns=returns, record=record, nodes=nodes, defaults=defaults)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
-            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno,
-                                   "params": list(params), "returns": sorted(returns)}
+            self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno, "params": list(params),
+                                   "returns": sorted(returns), "calls": self._function_calls(nodes)}
             restored = _restored_params(nodes, params)
             if restored:
                 self.functions[key]["restored"] = restored
             switched_on = _true_defaults(args)
             if switched_on:
                 self.functions[key]["true_defaults"] = switched_on
+
+    def _function_calls(self, nodes) -> list[str]:
+        """The project functions a function may call: names of this file's functions or imported
+        (``eager_attention_forward(...)``, ``utils.mask(...)``), and its class's methods
+        (``self.attend(...)``), resolved by the project pass."""
+        found = set()
+        for node in nodes:
+            if type(node) is ast.Call:
+                name = _dotted(node.func)
+                head = name.split(".")[0] if name else ""
+                if (head == "self" and name.count(".") == 1) or head in self._top_functions or (
+                        head in self.imports and not any(
+                        t.split(".")[0] in LIBRARIES for t in self.imports[head])):
+                    found.add(name)
+        return sorted(found)
 
     # -- bindings and casts ---------------------------------------------------------------------
     def _collect_dtype_names(self, nodes, into: dict[str, set[str]]) -> None:
@@ -221,10 +245,15 @@ class Summarizer:
                     into.setdefault(target, set()).update(lows)
 
     def _scope_body(self, statements, scope: _Scope, owner: str | None, returns: set | None = None,
-                    record: bool = True, nodes: list = ()) -> None:
+                    record: bool = True, nodes: list = (), defaults: dict | None = None) -> None:
         for _ in range(2):  # twice: a name bound from a later-bound name in a loop
             for node in nodes:
                 if isinstance(node, ast.Assign):
+                    pairs = _unpacked(node)
+                    if pairs:  # ``model, ema = Net(), Net()``: item by item
+                        for target, value in pairs:
+                            self._assign(target, self._refs(value, scope), scope)
+                        continue
                     refs = self._refs(node.value, scope)
                     for target in node.targets:
                         self._assign(target, refs, scope)
@@ -242,6 +271,7 @@ class Summarizer:
             return
         self._record_call_sites(nodes, scope, owner)
         conditions = _Conditions(nodes)
+        self.autocast.scope(nodes, scope, conditions, defaults or {})
         cast_names: dict[str, dict] = {}  # local name -> the low cast it holds (first one)
         calls = []
         method = owner.split(".", 1)[1] if owner and scope.cls and "." in owner else None
@@ -718,6 +748,15 @@ def float32_casts(nodes, names=None) -> list[str]:
     return sorted(found)
 
 
+def _unpacked(node: ast.Assign) -> list[tuple[ast.AST, ast.AST]]:
+    """(target, value) pairs of ``a, b = x, y``; empty for any other assignment."""
+    target, value = node.targets[0], node.value
+    if len(node.targets) == 1 and isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        return list(zip(target.elts, value.elts))
+    return []
+
+
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:57] + "..."
@@ -796,7 +835,8 @@ def summarize(tree: ast.Module, text: str, flow_calls: dict | None = None) -> di
 
 EMPTY: dict = {"format": FORMAT, "imports": {}, "classes": {}, "functions": {}, "casts": [], "returned_casts": {},
                "arguments": [], "saves": [], "method_calls": [], "settings": {}, "passes": [], "call_sites": [], "calls": [],
-               "config_loads": False, "values": {}, "parts": [], "effect_calls": [], "bound_forwards": []}
+               "config_loads": False, "values": {}, "parts": [], "effect_calls": [], "bound_forwards": [],
+               "autocast_calls": [], "framework_autocast": [], "runner_calls": []}
 
 
 def summarize_tree(tree: ast.Module | None, text: str, flow_calls: dict | None = None) -> dict:

@@ -43,6 +43,7 @@ class World:
     setting: str | None = None  # a framework's setting that casts (``under the DeepSpeed config ...``)
     trains: bool = False  # the optimizer steps these low-precision parameters (no float32 master copy)
     methods: tuple[str, ...] = ()  # a callback world: only these methods get the dtype's tensors
+    autocast: bool = False  # an autocast region the class runs under, not a cast of its parameters
 
     def where(self, base: str = "") -> str:
         """``train.py:11``, the path relative to ``base`` (the directory of the file it is told to)."""
@@ -58,15 +59,16 @@ class World:
         elif self.conditional and not self.setting:
             when = " in some configurations"
         via = f", through `{self.via}`" if self.via else ""
-        return f"{LONG_NAMES.get(self.dtype, self.dtype)}{when} ({self.where(base)}, `{self.text}`{via})"
+        kind = " autocast" if self.autocast else ""
+        return f"{LONG_NAMES.get(self.dtype, self.dtype)}{kind}{when} ({self.where(base)}, `{self.text}`{via})"
 
     def to_json(self) -> list:
         return [self.dtype, self.conditional, self.condition, self.path, self.line, self.text, self.via,
-                self.setting, self.trains, list(self.methods)]
+                self.setting, self.trains, list(self.methods), self.autocast]
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.dtype, self.text, self.condition or "", self.via or "", self.conditional,
-                self.setting or "", self.trains, self.methods)
+                self.setting or "", self.trains, self.methods, self.autocast)
 
 
 def relative(path: str, base: str = "") -> str:
@@ -75,6 +77,19 @@ def relative(path: str, base: str = "") -> str:
         inside = posixpath.relpath(path, base)
         return inside if not inside.startswith("..") else path
     return path
+@dataclasses.dataclass(frozen=True)
+class Entered:
+    """A class (or function) runs under the autocast region ``world``: its methods ``entries``
+    (empty: every method but ``__init__``); ``activations``: reached as a submodule of a model
+    that runs under it, so its tensor parameters are what the model's layers made under autocast."""
+
+    world: World
+    device: str | None
+    entries: tuple[str, ...] = ()
+    activations: bool = False
+
+    def sort_key(self) -> tuple:
+        return (*self.world.sort_key(), self.device or "", self.entries, self.activations)
 
 
 def module_names(path: str) -> list[str]:
@@ -106,6 +121,7 @@ class Project:
             for name in module_names(path):
                 self.by_module.setdefault(name, []).append(path)
         self._resolved: dict[tuple[str, str], tuple] = {}
+        self._method_index: dict[str, list[tuple[str, str]]] | None = None  # method -> classes defining it
 
     # -- names ------------------------------------------------------------------------------------
     def _absolute(self, path: str, qualified: str) -> str:
@@ -380,6 +396,135 @@ class Project:
                 if reached:
                     edges[(path, name)] = reached
         return edges
+
+
+    def autocast_worlds(self) -> dict[tuple[str, str], list[Entered]]:
+        """(path, class) -> the autocast regions its methods run under, sorted: the calls of its
+        instances inside an enabled autocast region (``model(x)``, ``self.net(x)``,
+        ``policy.act(x)``), the frameworks that run it under autocast (``trainer.fit(model)`` with
+        ``Trainer(precision="16-mixed")``), the models that contain it, and its subclasses'."""
+        direct: dict[tuple[str, str], set[Entered]] = {}
+        for path, summary in self.summaries.items():
+            for call in summary.get("autocast_calls", ()):
+                world = World(call["dtype"], call["conditional"], call["condition"], path, call["line"], call["text"],
+                              autocast=True)
+                method = call["method"]
+                entries = ("forward",) if method == "__call__" else (method,)
+                classes = self.classes_of(path, call["refs"])
+                if not classes and all(ref.startswith("param:") for ref in call["refs"]):
+                    # a model the function is given: which class it is, only a guess (medium)
+                    classes = self._given_classes(path, method)
+                    world = dataclasses.replace(world, conditional=True)
+                for cls in classes:
+                    direct.setdefault(cls, set()).add(Entered(world, call["device"], entries))
+        frameworks = self._framework_autocast()
+        for path, summary in self.summaries.items():
+            for call in summary.get("runner_calls", ()):
+                for world in frameworks.get(call["framework"], ()):
+                    device = "cuda" if world.dtype == "fp16" else None
+                    for cls in self.classes_of(path, call["refs"]):
+                        direct.setdefault(cls, set()).add(Entered(world, device, tuple(call["entries"])))
+        spread = self._spread(direct)
+        return {cls: sorted({dataclasses.replace(item, entries=self._reached(cls, item.entries)) for item in items},
+                            key=Entered.sort_key) for cls, items in spread.items()}
+
+    def _reached(self, cls: tuple[str, str], entries: tuple[str, ...]) -> tuple[str, ...]:
+        """``entries`` and the methods they call through ``self.``, defined in the class or a base
+        (empty: every method)."""
+        if not entries:
+            return ()
+        chain = [cls]  # the class and its bases, nearest first
+        for path, name in chain:
+            if len(chain) > MAX_RESOLVE_DEPTH:
+                break
+            bases = self.summaries[path]["classes"][name]["bases"]
+            chain.extend(base for base in sorted(self.classes_of(path, bases)) if base not in chain)
+        reached = set(entries)
+        pending = list(entries)
+        while pending:
+            method = pending.pop()
+            for path, name in chain:
+                called = self.summaries[path]["functions"].get(f"{name}.{method}", {}).get("calls")
+                if called is None:
+                    continue
+                for callee in called:
+                    inner = callee[5:]
+                    if callee.startswith("self.") and inner not in reached and any(
+                            f"{n}.{inner}" in self.summaries[p]["functions"] for p, n in chain):
+                        reached.add(inner)
+                        pending.append(inner)
+                break
+        return tuple(sorted(reached))
+
+    def _framework_autocast(self) -> dict[str, list[World]]:
+        found: dict[str, list[World]] = {}
+        for path, summary in self.summaries.items():
+            for item in summary.get("framework_autocast", ()):
+                found.setdefault(item["framework"], []).append(World(
+                    item["dtype"], item["conditional"], item["condition"], path, item["line"], item["text"],
+                    autocast=True))
+        return found
+
+    def _given_classes(self, path: str, method: str) -> set[tuple[str, str]]:
+        """The classes a model handed to a function may be: ``model(x)``, a module class of the
+        same file; ``policy.select_action(x)``, the one class of the project with that method."""
+        if method == "__call__":
+            return {(path, name) for name, info in self.summaries[path]["classes"].items() if "forward" in info["methods"]}
+        if self._method_index is None:
+            self._method_index = {}
+            for where, summary in self.summaries.items():
+                for name, info in summary["classes"].items():
+                    for defined in info["methods"]:
+                        self._method_index.setdefault(defined, []).append((where, name))
+        owners = self._method_index.get(method, [])
+        return set(owners) if len(owners) == 1 and not method.startswith("_") else set()
+
+    def _spread(self, direct: dict) -> dict[tuple[str, str], list[Entered]]:
+        """The worlds reach the base classes (the same methods run) and the submodules a class
+        builds (every method, their inputs made under autocast)."""
+        result = {cls: set(entered) for cls, entered in direct.items()}
+        for root in sorted(direct):
+            stack = [(root, tuple(sorted(direct[root], key=Entered.sort_key)))]
+            seen = {root}
+            while stack:
+                (path, name), items = stack.pop()
+                info = self.summaries[path]["classes"][name]
+                inner_items = tuple(
+                    Entered(dataclasses.replace(i.world, via=i.world.via or root[1]), i.device, (), True) for i in items)
+                for inner, reached in (*((c, items) for c in sorted(self.classes_of(path, info["bases"]))),
+                                       *((c, inner_items) for c in sorted(self.classes_of(path, info["contains"])))):
+                    if inner in seen:
+                        continue
+                    seen.add(inner)
+                    result.setdefault(inner, set()).update(reached)
+                    stack.append((inner, reached))
+        return {cls: sorted(items, key=Entered.sort_key) for cls, items in sorted(result.items())}
+
+    def autocast_functions(self, worlds: dict[tuple[str, str], list[Entered]]) -> dict[tuple[str, str], list[Entered]]:
+        """(path, function) -> the autocast regions it runs under: the free functions the methods
+        of a class under autocast call (``eager_attention_forward(q, k, v)`` in ``select_action``),
+        in any file, and the functions those call."""
+        found: dict[tuple[str, str], set[Entered]] = {}
+        stack: list[tuple[str, str, Entered]] = []
+        for (path, name), items in worlds.items():
+            functions = self.summaries[path]["functions"]
+            for item in items:
+                methods = item.entries or self.summaries[path]["classes"][name]["methods"]
+                for method in sorted(m for m in methods if m != "__init__"):
+                    world = dataclasses.replace(item.world, via=f"{name}.{method}")
+                    stack.extend((path, callee, Entered(world, item.device))
+                                 for callee in functions.get(f"{name}.{method}", {}).get("calls", ()))
+        seen: set[tuple] = set()
+        while stack:
+            path, callee, item = stack.pop()
+            for kind, where, function in self.resolve(path, callee):
+                key = (where, function, item.world.dtype, item.world.conditional)  # a few per function: linear
+                if kind != "function" or "." in function or key in seen:
+                    continue
+                seen.add(key)
+                found.setdefault((where, function), set()).add(item)
+                stack.extend((where, inner, item) for inner in self.summaries[where]["functions"][function].get("calls", ()))
+        return {fn: sorted(items, key=Entered.sort_key) for fn, items in sorted(found.items())}
 
     def arguments(self) -> dict[tuple[str, str], dict[str, list[World]]]:
         """(path, class) -> constructor keyword -> the low dtypes callers pass it

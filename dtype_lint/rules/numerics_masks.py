@@ -9,7 +9,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal
 from dtype_lint.facts.flow.library import FP16_TRIGGERS
-from dtype_lint.facts.training import training_facts, walk
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import INFINITY_WORD, POWER_WORD, exact_word, magnitude_words
 from dtype_lint.rules.base import Invalid, Rule
@@ -59,12 +59,14 @@ class OverflowLiteral(Rule):
     dtype flow (`model.half()`, `dtype=torch.float16`, `from_pretrained(torch_dtype=...)`, fp16
     autocast outputs); the message says which dtype was inferred and from where. Nothing is
     reported for bfloat16 or float32 tensors (`-1e9` fits both) or when the dtype is unknown.
-    A constant defined elsewhere in the file (`NEG_INF = -1e9`) counts as the literal. In a
-    method of a class (a model's `forward`), a tensor computed by a matmul (`q @ k.transpose(...)`,
-    `torch.matmul`, `bmm`, `einsum`, scaled or not) counts as float16, at medium confidence, when
-    the file trains under an enabled float16 autocast: the flow follows direct calls only, and a
-    model's `forward` is reached through `model(x)` from inside that region. Whole-program: a
-    class cast, or handed to DeepSpeed/Lightning with a float16 setting, in another file is
+    A constant defined elsewhere in the file (`NEG_INF = -1e9`) counts as the literal. Under a
+    float16 autocast region a matmul, linear or conv result (`q @ k.transpose(...)`,
+    `torch.matmul`, `bmm`, `einsum`, `nn.Linear`) is float16; the whole-program pass carries the
+    region into the `forward` of a model called there (`model(x)` in another function or file,
+    `self.model(x)`, a submodule, a model a framework runs under autocast: `Trainer(precision=
+    "16-mixed")`, `Accelerator(mixed_precision="fp16")`, `TrainingArguments(fp16=True)`), and
+    the message names it: "`PathReasoner.forward` runs under float16 autocast (train.py:9, ...)".
+    A class cast, or handed to DeepSpeed/Lightning with a float16 setting, in another file is
     checked under that world, and so is the `__call__` of a logits processor given to
     `generate()` of a float16 model (its `scores` are float16): medium confidence.
 
@@ -118,7 +120,7 @@ class OverflowLiteral(Rule):
         # the same forward under bfloat16 autocast: -1e9 fits bfloat16
         "import torch\nclass Attention(torch.nn.Module):\n    def forward(self, q, k, mask):\n"
         "        scores = q @ k.transpose(-2, -1)\n        return scores.masked_fill(mask, -1e9)\n\n"
-        "def train(model, q, k, mask):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+        "def train(q, k, mask):\n    model = Attention()\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
         "        model(q, k, mask).sum().backward()\n",
     )
     invalid = (
@@ -141,11 +143,11 @@ class OverflowLiteral(Rule):
         Invalid(
             "import torch\nclass Attention(torch.nn.Module):\n    def forward(self, q, k, mask):\n"
             "        scores = q @ k.transpose(-2, -1)\n        return scores.masked_fill(mask, -1e9)\n\n"
-            "def train(model, q, k, mask):\n    with torch.autocast('cuda', dtype=torch.float16):\n"
+            "def train(q, k, mask):\n    model = Attention()\n    with torch.autocast('cuda', dtype=torch.float16):\n"
             "        model(q, k, mask).sum().backward()\n",
             fixed="import torch\nclass Attention(torch.nn.Module):\n    def forward(self, q, k, mask):\n"
             "        scores = q @ k.transpose(-2, -1)\n        return scores.masked_fill(mask, torch.finfo(scores.dtype).min)\n\n"
-            "def train(model, q, k, mask):\n    with torch.autocast('cuda', dtype=torch.float16):\n"
+            "def train(q, k, mask):\n    model = Attention()\n    with torch.autocast('cuda', dtype=torch.float16):\n"
             "        model(q, k, mask).sum().backward()\n",
         ),
     )
@@ -221,12 +223,8 @@ class OverflowLiteral(Rule):
             return
         value, described = self._dtype(site, call)
         confidence = confidence_for(value, (FP16,))
-        under_autocast = None
         if confidence is None:
-            under_autocast = self._matmul_under_fp16_autocast(site)
-            if under_autocast is None:
-                return
-            confidence = Confidence.MEDIUM
+            return
         literal = self.ctx.code_for(site.value).strip()
         written = "" if found.literal else f" (= {format_number(found.value)}, {found.where(self.ctx)})"
         if call is not None:
@@ -239,11 +237,6 @@ class OverflowLiteral(Rule):
         literal_dtype = dtype_literal(self.ctx.names, _dtype_argument(call)) if site.tensor is None else None
         if literal_dtype is not None:
             dtype_words = f"the new tensor is {literal_dtype} ({described})"
-        elif under_autocast is not None:
-            dtype_words = (
-                f"{described} comes from a matmul, which is float16 when `{under_autocast[0]}` runs under the "
-                f"float16 autocast at line {self.ctx.position(under_autocast[1]).start.line}"
-            )
         else:
             dtype_words = f"{described} is {explain(value, FP16)}"
         message = (
@@ -251,25 +244,6 @@ class OverflowLiteral(Rule):
             f"`torch.finfo(<tensor>.dtype).{'min' if found.value < 0 else 'max'}`"
         )
         self.report(site.value, message, confidence=confidence, fix=self._fix(site, found, call))
-
-    def _matmul_under_fp16_autocast(self, site: _Site) -> tuple[str, cst.CSTNode] | None:
-        """``(method, region)`` when the tensor is a matmul result (``q @ k.T``, ``torch.matmul``,
-        scaled or not) computed in a method of a class of this file, and the file runs an
-        enabled float16 autocast region: called from there, the method's matmuls are float16.
-        (The flow follows direct calls only; a model's ``forward`` is reached through
-        ``model(x)``, ``nn.Sequential`` and hooks, which it cannot see.)"""
-        if not isinstance(site.tensor, cst.Name):
-            return None
-        method = self.ctx.enclosing(site.tensor, cst.FunctionDef)
-        if method is None or not isinstance(self.ctx.enclosing(method, cst.FunctionDef, cst.ClassDef), cst.ClassDef):
-            return None
-        reaching = facts(self.ctx).reaching(site.tensor)
-        if not reaching or not all(_is_matmul(self.ctx, value) for value, _ in reaching):
-            return None
-        for region, info in training_facts(self.ctx).autocast_withs():
-            if info.enabled is not False and info.effective_dtype == "float16":
-                return method.name.value, region
-        return None
 
     def _dtype(self, site: _Site, call: cst.Call | None):
         """The flow's value for where the literal lands, and how to name it in the message."""
@@ -435,25 +409,6 @@ class _Saturations:
                 break
         self._functions[key] = found
         return found
-
-
-MATMUL_CALLS = frozenset({"matmul", "bmm", "mm", "einsum", "baddbmm"})
-
-
-def _is_matmul(ctx, expr: cst.BaseExpression) -> bool:
-    """``q @ k.T``, ``torch.matmul(q, k)``, ``q.matmul(k)``, also scaled: ``(q @ k.T) / d ** 0.5``."""
-    while isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
-        if not isinstance(expr.operator, (cst.Divide, cst.Multiply)):
-            return False
-        expr = expr.left
-    if isinstance(expr, cst.BinaryOperation):
-        return True
-    if isinstance(expr, cst.Call):
-        shape = call_shape(ctx, expr)
-        return shape is not None and shape.name in MATMUL_CALLS and (
-            shape.receiver is not None or shape.qualified == f"torch.{shape.name}"
-        )
-    return False
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -21,7 +21,10 @@ class LowpUnsupportedOp(Rule):
     may be float16 or bfloat16: `torch.fft.*` and `stft`, the `torch.linalg` factorizations
     and solvers (`svd`, `eigh`, `cholesky`, `qr`, `solve`, `inv`, `det`, `lstsq`, `pinv`...),
     `quantile`, `polar`, `complex`/`view_as_complex` on bfloat16, and the CPU-only gaps
-    (`cdist`, `pdist`, `ctc_loss`, `histogram`). The table lives in
+    (`cdist`, `pdist`, `ctc_loss`, `histogram`). A model's `forward` run under float16 autocast
+    by another function or file (`with torch.autocast(...): model(x)`, Lightning's
+    `precision="16-mixed"`, accelerate's `mixed_precision="fp16"`) is checked under that region
+    by the whole-program pass: an FFT of a conv or linear output there is float16. The table lives in
     `dtype_lint/facts/op_support.py`, one entry per op family with the error torch raises and
     the report behind it; every entry is run on torch's CPU build by the test suite.
 

@@ -27,7 +27,7 @@ from dtype_lint.facts.flow.values import (
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
 from dtype_lint.project.seeding import (
-    WorldOrigin, argument_value, built_value, context_value, part_value, result_value, returned_value,
+    WorldOrigin, activation, argument_value, built_value, context_value, part_value, result_value, returned_value,
     world_tensor_parameter, world_values,
 )
 from dtype_lint.facts.training import child_nodes, walk
@@ -170,6 +170,7 @@ class Interpreter:
         self._cast_index: dict[int, int] = {}
         self._optimizer_index: dict[int, int] = {}
         self._scaler_nodes: set[int] = set()
+        self._generic: set[int] = set()  # functions run with unknown parameters
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -193,7 +194,9 @@ class Interpreter:
         while index < len(order):
             info = order[index]
             index += 1
-            if id(info.node) not in self._runs:
+            if id(info.node) not in self._runs or (
+                    id(info.node) not in self._generic and self._autocast_world_of(info) is not None):
+                # (a method under a project autocast world runs under it even if this file called it)
                 self._run_generic(info)
             if len(self._functions) > known:  # nested definitions the runs met
                 order.extend(self._functions[known:])
@@ -761,6 +764,7 @@ class Interpreter:
     def _run_generic(self, info: FunctionInfo, context=None) -> None:
         """Run a function no call of this file reached, with unknown parameters, or with the
         values a caller in another file passes (``context``, a seeding.CallContext)."""
+        self._generic.add(id(info.node))
         cls = info.cls
         if cls is not None and info.node.name.value != "__init__" and not cls.init_done:
             init = cls.methods.get("__init__")
@@ -822,6 +826,12 @@ class Interpreter:
                 # ``embedder: CameraEmbedding``: an instance of a class of this file (a module is
                 # float32 as built, unless a caller cast it: partial)
                 bound[param.name.value] = (typed, None, {})
+        under = self._autocast_world_of(info)
+        if under is not None and under.activations:
+            # a submodule of a model under autocast: its inputs are what the model's layers made
+            for param in params[1:] if cls is not None else params:
+                if world_tensor_parameter(param) and param.name.value not in bound:
+                    bound[param.name.value] = (activation(under, info.node, self.origin), None, {})
         for name, default in info.defaults.items():
             if default is not None and default.kind == DTYPE and default.dtypes and (
                     cls is not None and info.node.name.value == "__init__" or cls is None and self._casts_modules(info)):
@@ -844,7 +854,21 @@ class Interpreter:
             if context.autocast:
                 enabled = None if context.autocast_conditional else True
                 autocast = (amp.AutocastInfo(device=None, dtype=LONG_NAMES[context.autocast], enabled=enabled),)
+        if under is not None:
+            autocast = (under.info(),) + autocast  # the project's region, and the caller's inside it
         self._invoke(info, bound, self.module_frame if info.outer is None else info.outer, autocast, generic=True)
+
+    def _autocast_world_of(self, info: FunctionInfo):
+        """The autocast region the project pass found a method (or a module-level function) runs
+        under when called from elsewhere (see project/worlds.py), or None."""
+        worlds = getattr(self.ctx, "worlds", None)
+        if worlds is None:
+            return None
+        name = info.node.name.value
+        if info.cls is not None:
+            world = worlds.autocast.get(info.cls.name) if info.cls.is_module else None
+            return world if world is not None and world.runs(name) else None
+        return worlds.autocast_functions.get(name) if info.outer is self.module_frame else None
 
     def _casts_modules(self, info: FunctionInfo) -> bool:
         """Whether the function casts a module-like name to one of its parameters (``unet.to(dtype=weight_dtype)``)."""
@@ -1367,6 +1391,9 @@ class Interpreter:
         ):
             return None
         divide = isinstance(node.operator, cst.Divide)
+        if isinstance(node.operator, cst.MatrixMultiply) and self._autocast_dtype(frame) and not (
+                left_t and left.kind == NUMPY or right_t and right.kind == NUMPY):
+            return self._autocast_result(frame, certain=True, node=node)  # ``q @ k`` is autocast's matmul
         if left_t and right_t:
             if left.kind != right.kind:
                 return None
@@ -1679,11 +1706,11 @@ class Interpreter:
         if given and dtypes:
             return self._typed(TENSOR, node, None)
         first = self._first_argument(node)
+        if attr in lib.LOWERING_FUNCTIONS and self._autocast_dtype(frame) and (
+                first is None or first.kind == TENSOR and not first.dtypes & {INT, BOOL}):
+            return self._autocast_result(frame, certain=True, node=node)  # float inputs or unknown ones
         if first is not None and first.kind == TENSOR:
-            result = first.replace(role=None)
-            if self._autocast_dtype(frame) and attr in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "einsum"):
-                return self._autocast_result(frame, certain=True)
-            return result
+            return first.replace(role=None)
         return None
 
     def _tensor_of_data(self, node: cst.Call) -> Value | None:
@@ -1826,6 +1853,7 @@ class Interpreter:
 
     def _autocast_result(self, frame: Frame, certain: bool, node=None) -> Value:
         dtype = self._autocast_dtype(frame)
+        certain = certain and bool(frame.autocast) and frame.autocast[-1].enabled is True  # ``enabled=flag``: on some runs only
         if dtype in (FP16, BF16):
             value = make(TENSOR, (dtype,), self.origin(node) if node is not None else None, autocast=dtype)
             return value if certain else value.replace(partial=True)

@@ -99,6 +99,11 @@ OPTIMIZER_MODULES = ("torch.optim.", "transformers.", "bitsandbytes.", "bnb.", "
 NN_PREFIXES = ("torch.nn.", "torch.nn.modules.")
 LOSS_CLASS = re.compile(r"Loss$")
 LOWERING_LAYERS = re.compile(r"^(Linear|LazyLinear|Bilinear|Conv\dd|ConvTranspose\dd|LazyConv\dd|MultiheadAttention|LSTM|GRU|RNN|LSTMCell|GRUCell|RNNCell)$")
+# torch functions autocast runs in its low dtype (CUDA's float16 list): their result is the
+# region's dtype whatever float the inputs are.
+LOWERING_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                "conv_transpose3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "einsum",
+                                "mv", "addmv", "chain_matmul", "prelu", "scaled_dot_product_attention"})
 NORM_LAYERS = re.compile(r"^(BatchNorm\dd|SyncBatchNorm|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|LocalResponseNorm)$")
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = re.compile(
