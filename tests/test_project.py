@@ -964,3 +964,9 @@ def test_changing_the_autocast_region_in_one_file_reanalyses_the_class_in_anothe
     assert run() == set()  # -1e9 fits bfloat16
     engine_py.write_text(engine_py.read_text().replace('amp_ctx("cuda", dtype=torch.bfloat16)', float16))
     assert run() == cold
+
+
+def test_accelerate_prepare_makes_an_autocast_world_not_a_cast_one():
+    (finding,) = _findings_of("accelerate_prepare_keeps_fp32")
+    assert finding.message.startswith("`Scorer.forward` runs under float16 autocast (train.py:10, ")
+    assert "runs in float16" not in finding.message  # the parameters stay float32
