@@ -186,8 +186,8 @@ class Fp32ModelLowpInput(Rule):
         if module is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in FORWARD_LIKE:
             module_node = node.func.value
             module, forward_like = self.ctx.flow.value_of(module_node), True
-        if module is None or module.kind != "module" or FP32 not in module.dtypes or module.only(FP32):
-            return False  # a module float32 on every path is the plain check's
+        if module is None or module.kind != "module" or FP32 not in module.dtypes:
+            return False
         if is_loss_module(module) or module.role == "quantized" or module.parts:
             return False
         if not (forward_like or LowpModelFp32Input._own_or_torch(module)):
@@ -207,6 +207,8 @@ class Fp32ModelLowpInput(Rule):
             value = self.ctx.flow.value_of(arg.value)
             if value is None or value.kind != "tensor" or value.autocast is not None or not value.dtypes & LOW:
                 continue
+            if module.only(FP32) and (value.only(FP16) or value.only(BF16)):
+                continue  # certain on both sides: the plain check's
             low = FP16 if FP16 in value.dtypes else BF16
             source = value.origin_of(low)
             if source is None or self._follows_model(source.node, target):
