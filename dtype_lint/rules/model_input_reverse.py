@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.branch_conditions import branches, exclusive, runs_whenever
-from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Value
+from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Origin, Value
 from dtype_lint.facts.flow.values import DTYPE
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
@@ -215,7 +215,7 @@ class Fp32ModelLowpInput(Rule):
                 continue
             world = self._world(source.node, low)
             cast = next((c for c in fp32_casts if not exclusive(self.ctx, c.node, source.node)
-                         and (world is None or not exclusive(self.ctx, c.node, world))), None)
+                         and (world is None or not exclusive(self.ctx, c.node, world.node))), None)
             if cast is None:
                 continue
             self._report_configured(node, module_node, arg.value, value, low, cast, source, world)
@@ -249,16 +249,16 @@ class Fp32ModelLowpInput(Rule):
         spelled = re.compile(rf"(?<![\w.]){re.escape(target)}\s*\.\s*(dtype|parameters)\b")
         return any(spelled.search(self.ctx.code_for(arg.value)) for arg in cast.args)
 
-    def _world(self, cast: cst.CSTNode, low: str) -> cst.CSTNode | None:
+    def _world(self, cast: cst.CSTNode, low: str) -> Origin | None:
         """Where the low dtype of the input's cast was chosen: the ``torch.float16`` assigned to
-        ``weight_dtype`` under ``if accelerator.mixed_precision == "fp16":``, or None."""
+        ``weight_dtype`` under ``if accelerator.mixed_precision == "fp16":``, or None. An Origin,
+        not a node: under a calling context it may lie in another file (its line is its own)."""
         if not isinstance(cast, cst.Call):
             return None
         for arg in cast.args:
             value = self.ctx.flow.value_of(arg.value)
             if value is not None and value.kind == DTYPE and low in value.dtypes:
-                origin = value.origin_of(low)
-                return origin.node if origin is not None else None
+                return value.origin_of(low)
         return None
 
     def _condition(self, node: cst.CSTNode) -> str:
@@ -273,7 +273,7 @@ class Fp32ModelLowpInput(Rule):
         line = self.ctx.position(cast.node).start.line
         chosen = ""
         if world is not None:
-            chosen = f"{self._condition(world)} (line {self.ctx.position(world).start.line})"
+            chosen = f"{self._condition(world.node)} (line {world.line})"
         message = (
             f"`{code(self.ctx, module_node)}` is float32{self._condition(cast.node)} (line {line}, "
             f"`{code(self.ctx, cast.node)}`), but `{code(self.ctx, arg)}` is {LONG_NAMES[low]}{chosen} "
