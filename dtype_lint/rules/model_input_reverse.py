@@ -3,9 +3,13 @@ bfloat16 tensor outside autocast)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from dtype_lint.facts.dtypes import BF16, FP16, FP32
+from dtype_lint.facts.branch_conditions import branches, exclusive, runs_whenever
+from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Origin, Value
+from dtype_lint.facts.flow.values import DTYPE
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import training_facts
@@ -13,6 +17,7 @@ from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import (
     LowpModelFp32Input,
+    _in_module_class,
     _root_name,
     arguments,
     callee_module,
@@ -27,6 +32,11 @@ from dtype_lint.rules.model_input import (
 
 # Calls that hand back a model whose forward is autocast-wrapped or casts its inputs.
 WRAPPERS = frozenset({"prepare", "prepare_model", "unwrap_model", "initialize", "setup", "wrap"})
+# Methods that run a model's first layer on their argument as ``forward`` does (an autoencoder's
+# ``vae.encode(pixels)`` / ``vae.decode(latents)`` go straight into a conv).
+FORWARD_LIKE = frozenset({"encode", "decode"})
+# Keyword inputs that reach a model's first layer (``text_encoder(inputs_embeds=embeds)``).
+INPUT_KEYWORDS = frozenset({"input", "x", "inputs_embeds", "pixel_values", "sample", "latents", "hidden_states"})
 
 
 class Fp32ModelLowpInput(Rule):
@@ -40,6 +50,16 @@ class Fp32ModelLowpInput(Rule):
     the rest (`self.wte.to(torch.bfloat16)` in an `init_weights()` the program calls, or
     `model.encoder.half()` in another file) and `self.head` is float32; a model one of whose
     parts was cast is not judged at its own call (the input may be meant for that part).
+
+    A model cast to float32 explicitly on one path (`vae.to(device, dtype=torch.float32)`,
+    `.float()`, often only in one branch of an `if`) and called (`vae(x)`, `vae.encode(x)`,
+    `vae.decode(z)`, `text_encoder(inputs_embeds=e)`) on a tensor that is float16/bfloat16 in a
+    reachable configuration (`x.to(dtype=weight_dtype)` where `weight_dtype` is set from
+    `accelerator.mixed_precision` or a flag) is reported at medium confidence, naming the float32
+    cast and the input's cast. It stays silent when the input is cast to the model's own dtype
+    (`x.to(vae.dtype)`), under an enabled autocast region, when a later cast of the model runs
+    on every path to the call, or when the float32 cast and the input's low dtype sit in
+    exclusive branches (the two sides of one `if`, or contradicting tests).
 
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
@@ -55,9 +75,18 @@ class Fp32ModelLowpInput(Rule):
     pred = model(img)
     ```
 
+    The diffusers training-script form (diffusers#4619):
+    ```python
+    weight_dtype = torch.float16 if accelerator.mixed_precision == "fp16" else torch.float32
+    vae.to(accelerator.device, dtype=torch.float32)
+    pixel_values = batch["pixel_values"].to(dtype=weight_dtype)
+    latents = vae.encode(pixel_values).latent_dist.sample()
+    ```
+
     ## Use instead
     ```python
     pred = model(img.float())   # or cast both, or run under torch.autocast
+    pixel_values = batch["pixel_values"].to(dtype=vae.dtype)
     ```
 
     ## Fix safety
@@ -92,6 +121,8 @@ class Fp32ModelLowpInput(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._configured(node):
+            return
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.only(FP32) or is_loss_module(module) or module.role == "quantized":
             return
@@ -145,3 +176,110 @@ class Fp32ModelLowpInput(Rule):
                         sources.append(dotted_name(value.args[0].value))
             names = sources
         return False
+
+    # -- a float32 cast on one path, a low input in a reachable configuration -------------------
+    def _configured(self, node: cst.Call) -> bool:
+        """Report (and return True) a model cast to float32 explicitly on a path that reaches
+        ``node``, called on an input low in a configuration that path can run in."""
+        module, module_node = callee_module(self.ctx, node)
+        forward_like = False
+        if module is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in FORWARD_LIKE:
+            module_node = node.func.value
+            module, forward_like = self.ctx.flow.value_of(module_node), True
+        if module is None or module.kind != "module" or FP32 not in module.dtypes:
+            return False
+        if is_loss_module(module) or module.role == "quantized" or module.parts:
+            return False
+        if not (forward_like or LowpModelFp32Input._own_or_torch(module)):
+            return False  # a Hugging Face model may cast its inputs itself
+        if _root_name(module_node) == "self" and _in_module_class(self.ctx, node):
+            return False  # ``self``'s dtype is the caller's world
+        if self.ctx.flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module) or self._wrapped(module_node):
+            return False
+        target = dotted_name(module_node)
+        casts = self.ctx.flow.casts_of(target) if target else []
+        fp32_casts = [cast for cast in casts if cast.dtypes == frozenset({FP32}) and self._reaches(cast, casts, node, module)]
+        if not fp32_casts:
+            return False
+        for arg in arguments(node):
+            if arg.star or arg.keyword is not None and arg.keyword.value not in INPUT_KEYWORDS:
+                continue
+            value = self.ctx.flow.value_of(arg.value)
+            if value is None or value.kind != "tensor" or value.autocast is not None or not value.dtypes & LOW:
+                continue
+            if module.only(FP32) and (value.only(FP16) or value.only(BF16)):
+                continue  # certain on both sides: the plain check's
+            low = FP16 if FP16 in value.dtypes else BF16
+            source = value.origin_of(low)
+            if source is None or self._follows_model(source.node, target):
+                continue
+            world = self._world(source.node, low)
+            cast = next((c for c in fp32_casts if not exclusive(self.ctx, c.node, source.node)
+                         and (world is None or not exclusive(self.ctx, c.node, world.node))), None)
+            if cast is None:
+                continue
+            self._report_configured(node, module_node, arg.value, value, low, cast, source, world)
+            return True
+        return False
+
+    def _reaches(self, cast: Cast, casts: list[Cast], call: cst.Call, module: Value) -> bool:
+        """The explicit float32 ``cast`` can be the module's dtype at ``call``: the flow's
+        float32 comes from it, or it is written before the call in the call's function and no
+        other cast of the model after it runs on every path to the call."""
+        origin = module.origin_of(FP32)
+        if origin is not None and origin.node is cast.node:
+            return True
+        function = self.ctx.enclosing(call, cst.FunctionDef)
+        if cast.function is not function:
+            return False
+        order = self.ctx.source_order
+        if order(cast.node)[1] >= order(call)[0]:
+            return False
+        return not any(
+            other is not cast and order(cast.node)[1] < order(other.node)[0] and order(other.node)[1] < order(call)[0]
+            and other.function is function and runs_whenever(self.ctx, other.node, call)
+            for other in casts
+        )
+
+    def _follows_model(self, cast: cst.CSTNode, target: str | None) -> bool:
+        """The input was cast to the model's own dtype: ``x.to(vae.dtype)``,
+        ``x.to(dtype=next(vae.parameters()).dtype)``."""
+        if not isinstance(cast, cst.Call) or target is None:
+            return False
+        spelled = re.compile(rf"(?<![\w.]){re.escape(target)}\s*\.\s*(dtype|parameters)\b")
+        return any(spelled.search(self.ctx.code_for(arg.value)) for arg in cast.args)
+
+    def _world(self, cast: cst.CSTNode, low: str) -> Origin | None:
+        """Where the low dtype of the input's cast was chosen: the ``torch.float16`` assigned to
+        ``weight_dtype`` under ``if accelerator.mixed_precision == "fp16":``, or None. An Origin,
+        not a node: under a calling context it may lie in another file (its line is its own)."""
+        if not isinstance(cast, cst.Call):
+            return None
+        for arg in cast.args:
+            value = self.ctx.flow.value_of(arg.value)
+            if value is not None and value.kind == DTYPE and low in value.dtypes:
+                return value.origin_of(low)
+        return None
+
+    def _condition(self, node: cst.CSTNode) -> str:
+        """`` when `test` is true`` for the innermost ``if`` around ``node``, else ``""``."""
+        found = branches(self.ctx, node)
+        if not found:
+            return ""
+        branch = found[0]
+        return f" when `{branch.test}` is {'true' if branch.holds else 'false'}"
+
+    def _report_configured(self, node, module_node, arg, value, low, cast, source, world) -> None:
+        line = self.ctx.position(cast.node).start.line
+        chosen = ""
+        if world is not None:
+            chosen = f"{self._condition(world.node)} (line {world.line})"
+        message = (
+            f"`{code(self.ctx, module_node)}` is float32{self._condition(cast.node)} (line {line}, "
+            f"`{code(self.ctx, cast.node)}`), but `{code(self.ctx, arg)}` is {LONG_NAMES[low]}{chosen} "
+            f"(cast at line {source.line}, `{source.text}`) and no autocast region is active: the call fails "
+            "with a dtype mismatch (Input type (c10::Half) and bias type (float) should be the same); "
+            f"cast the input to the model's dtype (`.to({code(self.ctx, module_node)}.dtype)`) or use autocast"
+        )
+        fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg, ".float()"),), "cast the input to float32")
+        self.report(arg, message, confidence=Confidence.MEDIUM, fix=fix)
