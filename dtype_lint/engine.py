@@ -324,7 +324,14 @@ def check_files(
     if project:
         from dtype_lint.project.recheck import apply_worlds
 
-        reports = apply_worlds(reports, work, jobs, data)
+        try:
+            reports = apply_worlds(reports, work, jobs, data)
+        except Exception as error:  # noqa: BLE001 - the file-local findings stand; never a traceback
+            if reports:
+                first = reports[0]
+                message = f"internal error in the project pass: {type(error).__name__}: {error}"
+                reports = [dataclasses.replace(first, internal_errors=[*first.internal_errors, message]),
+                           *reports[1:]]
     return reports
 
 

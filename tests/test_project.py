@@ -970,3 +970,25 @@ def test_accelerate_prepare_makes_an_autocast_world_not_a_cast_one():
     (finding,) = _findings_of("accelerate_prepare_keeps_fp32")
     assert finding.message.startswith("`Scorer.forward` runs under float16 autocast (train.py:10, ")
     assert "runs in float16" not in finding.message  # the parameters stay float32
+
+
+def test_helper_cast_whose_dtype_is_unknown_is_no_helper():
+    # a hand-off cast the summary records without a dtype (seen on the unseen corpus) crashed the pass
+    from dtype_lint.project.helpers import _helper
+
+    cast = {"refs": ["param:model"], "dtype": None, "line": 2, "text": "engine(model)"}
+    assert _helper("a.py", "wrap", {"params": ["model"], "line": 1}, cast) is None
+    assert _helper("a.py", "wrap", {"params": ["model"], "line": 1}, {**cast, "dtype": "fp16"}) is not None
+
+
+def test_a_failing_project_pass_keeps_the_file_findings_and_reports_an_internal_error(tmp_path, monkeypatch):
+    import dtype_lint.project.recheck as recheck
+
+    def broken(*args, **kwargs):
+        raise AttributeError("boom")
+
+    monkeypatch.setattr(recheck, "apply_worlds", broken)
+    (tmp_path / "a.py").write_text("import torch\nm = torch.nn.Linear(2, 2).half()\nm(torch.zeros(2))\n")
+    (report,) = engine.check_files([("a.py", str(tmp_path / "a.py"))], Settings(), jobs=1, project=True)
+    assert [f.code for f in report.findings] == ["DTL101"]
+    assert report.internal_errors == ["internal error in the project pass: AttributeError: boom"]

@@ -58,7 +58,9 @@ def _helper(path: str, owner: str, info: dict, cast: dict) -> Helper | None:
     param = refs[0][len("param:"):]
     if param not in params or params.index(param) < shift or param in info.get("restored", ()):
         return None  # not a caller's argument, or cast back before returning
-    dtype, dtype_param = cast["dtype"], None
+    dtype, dtype_param = cast.get("dtype"), None
+    if not isinstance(dtype, str):
+        return None  # a cast whose dtype the summary does not know (a framework hand-off, say)
     if dtype.startswith("param:"):
         dtype, dtype_param = None, dtype[len("param:"):]
         if dtype_param not in params:
