@@ -68,6 +68,7 @@ async def _session(project: Path) -> dict:
         ))
         opened = await next_diagnostics()
         seen["opened"] = [(d.code, d.range.start.line, d.range.start.character) for d in opened.diagnostics]
+        seen["shown"] = [(d.severity, d.message, d.code_description.href) for d in opened.diagnostics]
         diagnostic = opened.diagnostics[0]
         actions = await client.text_document_code_action_async(types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
@@ -100,6 +101,12 @@ async def _session(project: Path) -> dict:
         latest = await next_diagnostics()
         seen["after_edit"] = (latest.version, [(d.code, d.range.start.line) for d in latest.diagnostics])
         seen["extra"] = published.qsize()
+        # A file that does not parse is the one Error: nothing else in it can be checked.
+        broken = (project / "broken.py").as_uri()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=broken, language_id="python", version=1, text="def f(:\n")
+        ))
+        seen["broken"] = [(d.code, d.severity, d.code_description.href) for d in (await next_diagnostics()).diagnostics]
     finally:
         await client.shutdown_async(None)
         client.exit(None)
@@ -109,16 +116,23 @@ async def _session(project: Path) -> dict:
 
 def test_server_diagnostics_code_actions_hover_and_updates(tmp_path):
     # The nearest pyproject.toml applies: DTL307 (a scaler never used) is left out by it.
-    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nselect = ["DTL2"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nselect = ["DTL001", "DTL2"]\n')
     (tmp_path / "train.py").write_text("")
     seen = asyncio.run(_session(tmp_path))
     assert seen["opened"] == [("DTL201", 4, 13)]
+    # A high-confidence finding is a warning (as ruff's are); fixability shows as code actions, not
+    # in the message; the code links to the rule's page.
+    ((severity, message, href),) = seen["shown"]
+    assert severity == types.DiagnosticSeverity.Warning
+    assert message.startswith("`torch.cuda.amp.GradScaler") and not message.endswith("fix]"), message
+    assert href == "https://github.com/dtype-lint/dtype-lint/blob/main/docs/rules/DTL201.md"
+    assert seen["broken"] == [("DTL001", types.DiagnosticSeverity.Error, href.replace("DTL201", "DTL001"))]
     titles = [title for _, title in seen["titles"]]
     assert any(title.startswith("Fix: ") and "DTL201" in title for title in titles), titles
     assert "Suppress with # noqa: DTL201" in titles
     assert "    scaler = torch.cuda.amp.GradScaler()  # noqa: DTL201\n" in seen["noqa"]
     assert 'torch.amp.GradScaler("cuda")' in seen["fix_all"] and "cuda.amp" not in seen["fix_all"]
-    assert "## What it does" in seen["hover"] and "DTL201" in seen["hover"]
+    assert "## What it does" in seen["hover"] and f"**[DTL201]({href})**" in seen["hover"]
     assert seen["fixed"] == seen["fix_all"]
     assert seen["after_fix"] == []
     assert seen["after_edit"] == (4, [("DTL201", 6)])
@@ -134,6 +148,20 @@ def test_static_path_never_imports_pygls():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_severity_follows_confidence_and_only_an_uncheckable_file_is_an_error():
+    from dtype_lint.findings import Confidence, Finding
+    from dtype_lint.lsp import convert
+
+    def shown(code: str, confidence: Confidence) -> types.DiagnosticSeverity:
+        finding = Finding(code=code, name="n", message="m", line=1, column=1, end_line=1, end_column=2, confidence=confidence)
+        return convert.diagnostic(["x"], finding).severity
+
+    assert shown("DTL101", Confidence.HIGH) == types.DiagnosticSeverity.Warning
+    assert shown("DTL101", Confidence.MEDIUM) == types.DiagnosticSeverity.Information
+    assert shown("DTL101", Confidence.LOW) == types.DiagnosticSeverity.Hint
+    assert shown("DTL001", Confidence.HIGH) == types.DiagnosticSeverity.Error
 
 
 def test_noqa_action_adds_to_an_existing_noqa_and_columns_count_utf16():

@@ -1,4 +1,5 @@
-"""``dtype-lint rule CODE`` prints a rule's doc; ``--all --format json`` lists every rule."""
+"""``dtype-lint rule CODE`` prints a rule's doc; ``--all --format json`` lists every rule;
+``--format markdown`` prints the page published under docs/rules/ (``dtype_lint.rule_docs``)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import json
 import sys
 
 from dtype_lint.errors import UsageError
+from dtype_lint.rule_docs import rule_page, rule_url
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("code", nargs="?", help="a rule code such as DTL201, or its name")
     parser.add_argument("--all", action="store_true", help="every rule")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
 
 def describe(rule) -> dict:
@@ -22,6 +24,7 @@ def describe(rule) -> dict:
         "summary": rule.summary,
         "fix": rule.fix_safety.value if rule.fix_safety else None,
         "explanation": rule.doc(),
+        "url": rule_url(rule.code),
     }
 
 
@@ -42,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
         data = [describe(rule) for rule in chosen]
         json.dump(data if args.all else data[0], sys.stdout, indent=2)
         sys.stdout.write("\n")
+        return 0
+    if args.format == "markdown":
+        sys.stdout.write("\n".join(rule_page(rule) for rule in chosen))
         return 0
     for index, rule in enumerate(chosen):
         if index:

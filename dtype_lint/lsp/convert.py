@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from dtype_lint.findings import Edit, Finding, Safety
+from dtype_lint.findings import Edit, Finding
+from dtype_lint.rule_docs import rule_url
 
 
 def utf16_column(line_text: str, column: int) -> int:
@@ -30,15 +31,32 @@ def text_edit(lines: list[str], edit: Edit) -> types.TextEdit:
     )
 
 
+# A finding is a warning, as ruff's server reports lint findings: Error is for what stops the
+# file being checked at all (DTL001, like a syntax error). Lower confidence asks for less
+# attention: a medium finding (a reachable configuration, a union of dtypes) is Information; a
+# low one (a heuristic, shown only with min-confidence = "low") is a Hint.
+SEVERITY_BY_CONFIDENCE = {
+    "high": types.DiagnosticSeverity.Warning,
+    "medium": types.DiagnosticSeverity.Information,
+    "low": types.DiagnosticSeverity.Hint,
+}
+UNCHECKABLE_FILE = "DTL001"
+
+
+def severity(finding: Finding) -> types.DiagnosticSeverity:
+    if finding.code == UNCHECKABLE_FILE:
+        return types.DiagnosticSeverity.Error
+    return SEVERITY_BY_CONFIDENCE[finding.confidence.label]
+
+
 def diagnostic(lines: list[str], finding: Finding) -> types.Diagnostic:
-    fixable = ""
-    if finding.fix is not None:
-        fixable = " [fix]" if finding.fix.safety is Safety.SAFE else " [unsafe fix]"
+    # The message is the finding's own: editors show fixability through the code actions.
     return types.Diagnostic(
         range=finding_range(lines, finding),
-        message=f"{finding.message}{fixable}",
-        severity=types.DiagnosticSeverity.Warning if finding.confidence.label != "high" else types.DiagnosticSeverity.Error,
+        message=finding.message,
+        severity=severity(finding),
         code=finding.code,
+        code_description=types.CodeDescription(href=rule_url(finding.code)),
         source="dtype-lint",
         data={"name": finding.name, "confidence": finding.confidence.label},
     )

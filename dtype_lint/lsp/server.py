@@ -17,6 +17,7 @@ from dtype_lint.config import Settings, load_settings
 from dtype_lint.errors import UsageError
 from dtype_lint.findings import Finding, Safety
 from dtype_lint.lsp import convert
+from dtype_lint.rule_docs import rule_url
 
 FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".dtype-lint"
 
@@ -172,7 +173,9 @@ def _hover(ls: DtypeLintServer, params: types.HoverParams) -> types.Hover | None
     hit = [f for f in findings if convert.overlaps(convert.finding_range(lines, f), point)]
     if not hit:
         return None
-    text = "\n\n---\n\n".join(f"**{f.code}** `{f.name}`: {f.message}\n\n{docs.get(f.code, '')}" for f in hit)
+    text = "\n\n---\n\n".join(
+        f"**[{f.code}]({rule_url(f.code)})** `{f.name}`: {f.message}\n\n{docs.get(f.code, '')}" for f in hit
+    )
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
 

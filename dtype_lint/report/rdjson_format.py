@@ -16,8 +16,9 @@ from dtype_lint.findings import Edit, Finding, Safety
 from dtype_lint.report import all_findings
 from dtype_lint.report.sources import lines_by_path, relative_path, source_line
 from dtype_lint.report.text_format import headline
+from dtype_lint.rule_docs import HOMEPAGE, rule_url
 
-SOURCE = {"name": "dtype-lint", "url": "https://github.com/dtype-lint/dtype-lint"}
+SOURCE = {"name": "dtype-lint", "url": HOMEPAGE}
 
 
 def byte_column(line_text: str | None, column: int) -> int:
@@ -73,7 +74,7 @@ def diagnostic(finding: Finding, lines: list[str] | None) -> dict[str, Any]:
         "message": message,
         "location": location,
         "severity": "ERROR",
-        "code": {"value": finding.code},
+        "code": {"value": finding.code, "url": rule_url(finding.code)},
         "original_output": headline(finding),
     }
     suggestion = _suggestion(lines, finding)

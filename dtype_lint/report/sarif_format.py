@@ -1,7 +1,7 @@
 """``--format sarif``: SARIF 2.1.0, as GitHub code scanning ingests it (upload-sarif).
 
-- ``tool.driver.rules`` lists every rule with its documentation; results point at them by id
-  and index.
+- ``tool.driver.rules`` lists every rule with its documentation and its page's URL
+  (``helpUri``, ``dtype_lint.rule_docs``); results point at them by id and index.
 - Locations are relative URIs (to the working directory, ``%SRCROOT%``) with 1-based regions;
   columns count code points (``columnKind``), as the findings do.
 - ``partialFingerprints["dtypeLint/v1"]`` is the finding's line-independent fingerprint, the one
@@ -30,9 +30,9 @@ from dtype_lint.findings import Finding, Safety
 from dtype_lint.report import all_findings
 from dtype_lint.fingerprint import report_fingerprints
 from dtype_lint.report.sources import relative_path
+from dtype_lint.rule_docs import HOMEPAGE, rule_url
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://github.com/dtype-lint/dtype-lint"
 FINGERPRINT_KEY = "dtypeLint/v1"
 SRCROOT = "%SRCROOT%"
 
@@ -50,6 +50,7 @@ def rule_descriptor(rule) -> dict[str, Any]:
         "shortDescription": {"text": rule.summary or rule.name},
         "fullDescription": {"text": _doc_section(doc, "What it does") or rule.summary or rule.name},
         "help": {"text": doc or rule.summary, "markdown": doc or rule.summary},
+        "helpUri": rule_url(rule.code),
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["pytorch", "numerics"], "fixable": rule.fix_safety is not None},
     }
@@ -148,7 +149,7 @@ def sarif_log(reports) -> dict[str, Any]:
                         "name": "dtype-lint",
                         "version": __version__,
                         "semanticVersion": __version__,
-                        "informationUri": INFORMATION_URI,
+                        "informationUri": HOMEPAGE,
                         "rules": [rule_descriptor(rule) for rule in rules],
                     }
                 },
