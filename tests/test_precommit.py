@@ -61,8 +61,9 @@ def _project(tmp_path: Path, rev: str, hook_ids: list[str]) -> Path:
     return project
 
 
-def _pre_commit(project: Path, home: Path) -> subprocess.CompletedProcess:
+def _pre_commit(project: Path, home: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", DTYPE_LINT_CACHE_DIR=str(home / "dl-cache"))
+    env.update(extra_env)
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
         cwd=project, capture_output=True, text=True, env=env, timeout=900,
@@ -134,30 +135,59 @@ def test_check_hook_honours_exclude_for_the_files_it_is_given(tmp_path, hook_rev
     assert result.returncode == 1 and "legacy/old.py:3:10: DTL201" in result.stdout
 
 
-def test_readme_example_works_as_written_against_a_local_clone(tmp_path, precommit_home):
+def test_readme_example_works_as_written_after_autoupdate_against_a_local_clone(tmp_path, precommit_home):
     """The README's .pre-commit-config.yaml, word for word but for the repository's URL (this
-    machine cannot reach it), against a clone of this commit under the tag the README names."""
+    machine cannot reach it), then the `pre-commit autoupdate` the README asks for, against a clone
+    of this commit standing in for the repository, whose `main` it is."""
     import re
 
-    from dtype_lint import __version__
+    from dtype_lint.rule_docs import HOMEPAGE
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", readme, flags=re.S).group(1)
     url = re.search(r"repo: (\S+)", block).group(1)
     rev = re.search(r"rev: (\S+)", block).group(1)
-    assert rev == f"v{__version__}", "the README must name the release this checkout is"
+    # No release tag exists: the README names the branch, and autoupdate pins its commit.
+    assert (url, rev) == (HOMEPAGE, "main")
     clone = tmp_path / "dtype-lint"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, capture_output=True, timeout=300)
-    tagged = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{rev}"], cwd=clone, capture_output=True)
-    if tagged.returncode != 0:
-        # A checkout made without tags (CI's): the clone of this commit stands in for the release.
-        _git(clone, "tag", rev)
+    head = _git(clone, "rev-parse", "HEAD")
+    _git(clone, "update-ref", "refs/heads/main", head)
     project = tmp_path / "project"
     project.mkdir()
     _git(project, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(block.replace(url, str(clone)))
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(block.replace(url, str(clone)))
     (project / "train.py").write_text(DEFECT)
     _git(project, "add", ".")
+    env = dict(os.environ, PRE_COMMIT_HOME=str(precommit_home), PRE_COMMIT_COLOR="never")
+    updated = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "autoupdate"], cwd=project, capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    # A tag here would mean a release exists: the README should then name it instead of main.
+    assert f"    rev: {head}  # no release tag yet" in config.read_text(), config.read_text()
+    _git(project, "add", ".")
     result = _pre_commit(project, precommit_home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train.py:3:10: DTL201" in result.stdout
+    assert "mutable reference" not in result.stdout + result.stderr
+
+
+def test_local_hook_of_the_integration_docs_runs_the_installed_dtype_lint(tmp_path, precommit_home):
+    """docs/integrations.md's `repo: local` hook, word for word: pre-commit installs nothing and
+    runs the dtype-lint of the environment (this test's, first on PATH)."""
+    import re
+
+    docs = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(# \.pre-commit-config\.yaml\nrepos:\n  - repo: local\n.*?)```", docs, flags=re.S).group(1)
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(block)
+    (project / "train.py").write_text(DEFECT)
+    _git(project, "add", ".")
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    result = _pre_commit(project, precommit_home, PATH=path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "train.py:3:10: DTL201" in result.stdout
