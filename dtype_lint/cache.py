@@ -9,6 +9,15 @@ that came with a checkout must not be able to run code.
 Concurrent runs are safe: each entry is written to a temporary file and moved into place with
 ``os.replace``, so a reader sees a whole entry or none. An entry that cannot be read or does not
 match is ignored, and the fresh result overwrites it.
+
+A cache directory may come with a checkout, so an entry is never believed (docs/security.md):
+it is read only if it is a regular file (not a symlink, FIFO or device) of at most
+``MAX_ENTRY_BYTES``, without blocking; each finding must be one this analyzer could have made of
+these bytes (the key's path, a known code with its name, a range inside the file, every field of
+its type), the source lines shown with the findings are taken from the file itself, and a summary
+must have the shape the project pass reads. Anything else is a miss. Nothing is written through a
+symlink: a project cache directory that is one is not used (``open_cache``), and a shard folder
+that is one is not written to.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,11 +33,14 @@ from typing import Any
 from dtype_lint import __version__
 from dtype_lint.config import Settings
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
+from dtype_lint.safe_read import read_regular_file
 
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).
 DIRECTORY_ENV = "DTYPE_LINT_CACHE_DIR"
-FORMAT = 4  # 4: summaries hold autocast calls, framework autocast and runners
+FORMAT = 5  # 5: no source lines in entries (taken from the file); 4: summaries hold autocast calls
+# An entry holds findings and a summary, a fraction of its file's size; a bigger one is no entry.
+MAX_ENTRY_BYTES = 64 << 20
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 _fingerprint: str | None = None
@@ -64,6 +77,16 @@ def cache_directory(settings: Settings) -> Path:
     return Path.cwd() / DIRECTORY_NAME
 
 
+def open_cache(settings: Settings) -> tuple["Cache | None", str | None]:
+    """The run's cache, or None and a warning: a project cache directory that is a symlink may
+    point anywhere (a checkout can hold one), so it is neither read nor written. The directory
+    ``$DTYPE_LINT_CACHE_DIR`` names is the user's own choice and is used as it is."""
+    directory = cache_directory(settings)
+    if not os.environ.get(DIRECTORY_ENV) and os.path.islink(directory):
+        return None, f"{directory} is a symbolic link: the cache is not used (remove the link to use one)"
+    return Cache(directory, settings), None
+
+
 class Cache:
     """Entries for one analyzer and one set of settings. Holds only strings: safe to pickle."""
 
@@ -95,26 +118,20 @@ class Cache:
         return f"{self.namespace}:{content}:{display_path}"
 
     def load(self, display_path: str, data: bytes):
-        """The cached FileReport for these bytes, or None (missing, stale or corrupt entry)."""
+        """The cached FileReport for these bytes, or None (missing, stale, corrupt or implausible entry)."""
         from dtype_lint.engine import FileReport
 
-        try:
-            with open(self._entry_path(display_path), encoding="utf-8") as handle:
-                entry = json.load(handle)
-            if entry["key"] != self._key(display_path, data):
-                return None
-            findings = [_finding_from_json(item) for item in entry["findings"]]
-            lines = entry["lines"]
-            if lines is not None and not (isinstance(lines, list) and all(isinstance(x, str) for x in lines)):
-                return None
-            summary = entry.get("summary")
-            if summary is not None and not isinstance(summary, dict):
-                return None
-            if summary is not None and summary.get("format") != _summary_format():
-                summary = None  # an older summary lacks what the project pass now reads: rebuilt
-
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        entry = _read_entry(self._entry_path(display_path), ("key", "findings", "summary"))
+        if entry is None or entry["key"] != self._key(display_path, data):
             return None
+        shape = _FileShape(display_path, data)
+        findings = _findings_from_json(entry["findings"], shape)
+        summary = entry["summary"]
+        if findings is None or (summary is not None and not _plausible_summary(summary)):
+            return None
+        if summary is not None and summary["format"] != _summary_format():
+            summary = None  # an older summary lacks what the project pass now reads: rebuilt
+        lines = shape.lines if findings else None
         return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines, summary=summary)
 
     def store(self, display_path: str, data: bytes, report) -> None:
@@ -124,7 +141,6 @@ class Cache:
         entry = {
             "key": self._key(display_path, data),
             "findings": [_finding_to_json(finding) for finding in report.findings],
-            "lines": report.lines,
             "summary": report.summary,
         }
         self._write(self._entry_path(display_path), entry)
@@ -135,14 +151,10 @@ class Cache:
 
     def load_world(self, display_path: str, data: bytes, world_key: str) -> list[Finding] | None:
         """The findings cached for these bytes checked under the worlds ``world_key`` names."""
-        try:
-            with open(self._world_path(display_path, world_key), encoding="utf-8") as handle:
-                entry = json.load(handle)
-            if entry["key"] != self._key(display_path, data) + ":" + world_key:
-                return None
-            return [_finding_from_json(item) for item in entry["findings"]]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        entry = _read_entry(self._world_path(display_path, world_key), ("key", "findings"))
+        if entry is None or entry["key"] != self._key(display_path, data) + ":" + world_key:
             return None
+        return _findings_from_json(entry["findings"], _FileShape(display_path, data))
 
     def store_world(self, display_path: str, data: bytes, world_key: str, findings: list[Finding]) -> None:
         entry = {
@@ -154,7 +166,10 @@ class Cache:
     def _write(self, target: str, entry: dict) -> None:
         try:
             _prepare(self.directory)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shard = os.path.dirname(target)
+            os.makedirs(shard, exist_ok=True)
+            if not stat.S_ISDIR(os.lstat(shard).st_mode):
+                return  # a symlink (or anything but our own folder): never written through
             handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -212,30 +227,154 @@ def _finding_to_json(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _finding_from_json(data: dict[str, Any]) -> Finding:
-    fix_data = data["fix"]
-    fix = None
-    if fix_data is not None:
-        fix = Fix(
-            safety=Safety(fix_data["safety"]),
-            edits=tuple(Edit(*edit) for edit in fix_data["edits"]),
-            description=fix_data["description"],
-        )
+# -- reading entries: bounded, never blocking, never believed --------------------------------------
+class _Implausible(Exception):
+    """An entry field this analyzer cannot have written for this file."""
+
+
+def _read_entry(path: str, fields: tuple[str, ...]) -> dict | None:
+    """The JSON object at ``path`` with exactly ``fields``, or None."""
+    data = read_regular_file(path, MAX_ENTRY_BYTES, follow_symlinks=False)
+    if data is None:
+        return None
+    try:
+        entry = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or set(entry) != set(fields) or not isinstance(entry["key"], str):
+        return None
+    return entry
+
+
+class _FileShape:
+    """What the file an entry describes allows: how many lines a range may name, and the lines a
+    report with findings shows (taken from the file, never from the entry). Computed when a
+    finding first asks: an entry without findings costs no decoding."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.notebook = path.endswith(".ipynb")
+        self.file_lines = data.count(b"\n") + 1
+        self._data = data
+        self._lines: list[str] | None = None
+        self._line_count: int | None = None
+
+    @property
+    def lines(self) -> list[str] | None:
+        self._read()
+        return self._lines
+
+    @property
+    def line_count(self) -> int:
+        self._read()
+        return self._line_count
+
+    def _read(self) -> None:
+        if self._line_count is not None:
+            return
+        self._line_count = self.file_lines
+        if self.notebook:
+            from dtype_lint.notebook import NotebookError, load_program
+
+            try:
+                self._lines = load_program(self._data.decode("utf-8-sig")).text.split("\n")[:-1]
+            except (UnicodeDecodeError, NotebookError):
+                return
+        else:
+            from dtype_lint.source import UndecodableSource, decode
+
+            try:
+                self._lines = decode(self._data).text.splitlines()
+            except UndecodableSource:
+                return
+        self._line_count = max(self.file_lines, len(self._lines))
+
+    def check_range(self, line: Any, column: Any, end_line: Any, end_column: Any) -> None:
+        if not all(type(value) is int for value in (line, column, end_line, end_column)):
+            raise _Implausible
+        # A range may end just past the last line (an error at the end of the file).
+        if not (1 <= line <= end_line <= self.line_count + 1 and column >= 1 and end_column >= 1):
+            raise _Implausible
+
+
+_FINDING_FIELDS = frozenset({"code", "name", "message", "range", "confidence", "path", "cell", "file_line", "fix"})
+_CONFIDENCES = frozenset(int(level) for level in Confidence)
+_SAFETIES = frozenset(safety.value for safety in Safety)
+_rule_names: dict[str, str] = {}
+
+
+def _known_rules() -> dict[str, str]:
+    if not _rule_names:
+        from dtype_lint.rules import all_rules
+
+        _rule_names.update((rule.code, rule.name) for rule in all_rules())
+    return _rule_names
+
+
+def _findings_from_json(items: Any, shape: _FileShape) -> list[Finding] | None:
+    """The findings of an entry, or None when any of them is not one this file can have."""
+    if not isinstance(items, list):
+        return None
+    try:
+        return [_finding_from_json(item, shape) for item in items]
+    except _Implausible:
+        return None
+
+
+def _finding_from_json(data: Any, shape: _FileShape) -> Finding:
+    if not isinstance(data, dict) or set(data) != _FINDING_FIELDS:
+        raise _Implausible
+    code, name, message, cell, file_line = (data[key] for key in ("code", "name", "message", "cell", "file_line"))
+    if not all(isinstance(text, str) for text in (code, name, message)) or _known_rules().get(code) != name:
+        raise _Implausible
+    if data["path"] != shape.path or type(data["confidence"]) is not int or data["confidence"] not in _CONFIDENCES:
+        raise _Implausible
+    if not isinstance(data["range"], list) or len(data["range"]) != 4:
+        raise _Implausible
+    shape.check_range(*data["range"])
+    for number in (cell, file_line):
+        if number is not None and (not shape.notebook or type(number) is not int or number < 1):
+            raise _Implausible  # cells are a notebook's
+    if file_line is not None and file_line > shape.file_lines + 1:
+        raise _Implausible
     line, column, end_line, end_column = data["range"]
     return Finding(
-        code=data["code"],
-        name=data["name"],
-        message=data["message"],
-        line=line,
-        column=column,
-        end_line=end_line,
-        end_column=end_column,
-        confidence=Confidence(data["confidence"]),
-        fix=fix,
-        path=data["path"],
-        cell=data["cell"],
-        file_line=data["file_line"],
+        code=code, name=name, message=message, line=line, column=column, end_line=end_line, end_column=end_column,
+        confidence=Confidence(data["confidence"]), fix=_fix_from_json(data["fix"], shape), path=shape.path,
+        cell=cell, file_line=file_line,
     )
+
+
+def _fix_from_json(data: Any, shape: _FileShape) -> Fix | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"safety", "description", "edits"}:
+        raise _Implausible
+    if data["safety"] not in _SAFETIES or not isinstance(data["description"], str) or not isinstance(data["edits"], list):
+        raise _Implausible
+    edits = []
+    for edit in data["edits"]:
+        if not isinstance(edit, list) or len(edit) != 5 or not isinstance(edit[4], str):
+            raise _Implausible
+        shape.check_range(*edit[:4])
+        edits.append(Edit(*edit))
+    return Fix(safety=Safety(data["safety"]), edits=tuple(edits), description=data["description"])
+
+
+def _plausible_summary(summary: Any) -> bool:
+    """A summary with the project pass's fields, each of the type it reads (an older format is
+    replaced anyway, so only its ``format`` must be readable)."""
+    from dtype_lint.project.summary import EMPTY
+
+    if not isinstance(summary, dict) or type(summary.get("format")) is not int:
+        return False
+    if summary["format"] != _summary_format():
+        return True
+    if not set(EMPTY) <= set(summary) <= set(EMPTY) | {"results"}:
+        return False
+    if "results" in summary and not isinstance(summary["results"], dict):
+        return False
+    return all(type(summary[key]) is type(value) for key, value in EMPTY.items())
 
 
 def _summary_format() -> int:

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.run(args)
     except UsageError as error:
-        print(f"dtype-lint: error: {error}", file=sys.stderr)
+        from dtype_lint.printable import printable
+
+        print(f"dtype-lint: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dtype-lint: interrupted", file=sys.stderr)

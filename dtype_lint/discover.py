@@ -1,22 +1,28 @@
 """Paths on the command line -> the files to check, in a stable order.
 
 Directories are walked for ``*.py`` (and ``*.ipynb``), skipping VCS folders, virtual environments,
-build output, caches, ``exclude`` patterns and whatever git ignores. A file named explicitly is
-checked unless ``force-exclude`` is on and an exclude pattern covers it (pre-commit names every
-staged file). Each path's exclude patterns come from its own settings (hierarchical config).
+build output, caches, ``exclude`` patterns and whatever git ignores (read by gitignore.py: no git
+process runs, so no command a cloned repository configures). A file named explicitly is checked
+unless ``force-exclude`` is on and an exclude pattern covers it (pre-commit names every staged
+file). Each path's exclude patterns come from its own settings (hierarchical config).
 Unreadable directories and walked entries that are not regular files (a FIFO named ``x.py`` would
 block the run) are reported in ``errors`` and skipped; the other files are still checked.
+
+Symlinks are never followed out of the tree: a walked symlink whose target lies outside the
+directory walked is skipped (symlinked directories are not walked at all), and a symlink named on
+the command line must point inside the working directory. So ``fix`` cannot be led to rewrite a
+file elsewhere (docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from typing import Callable, Union
 
 from dtype_lint.config import Settings
 from dtype_lint.errors import UsageError
+from dtype_lint.gitignore import GitIgnore
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 DATA_FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")  # read by the project pass (project/data_files.py)
@@ -35,35 +41,6 @@ def _skip_dir(name: str, full: str) -> bool:
         or name.endswith(".egg-info")
         or os.path.exists(os.path.join(full, "pyvenv.cfg"))
     )
-
-
-def _git_ignored(paths: list[str]) -> set[str]:
-    """The subset of ``paths`` that git ignores (empty when git or a work tree is missing)."""
-    if not paths:
-        return set()
-    by_dir: dict[str, list[str]] = {}
-    for path in paths:
-        by_dir.setdefault(os.path.dirname(os.path.abspath(path)) or ".", []).append(path)
-    ignored: set[str] = set()
-    # One git call per top-level work tree is enough; group by the first path's directory.
-    cwd = sorted(by_dir)[0]
-    try:
-        result = subprocess.run(
-            ["git", "check-ignore", "--stdin", "-z"],
-            input="\0".join(os.path.abspath(p) for p in paths).encode(),
-            capture_output=True,
-            cwd=cwd,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    if result.returncode not in (0, 1):
-        return set()
-    absolute_to_given = {os.path.abspath(p): p for p in paths}
-    for item in result.stdout.decode(errors="replace").split("\0"):
-        if item in absolute_to_given:
-            ignored.add(absolute_to_given[item])
-    return ignored
 
 
 def _is_regular_file(path: str) -> bool:
@@ -94,19 +71,30 @@ def _walk_error(errors: list[str]):
     return record
 
 
-def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str]) -> list[str]:
+def _inside(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip(os.sep) + os.sep)
+
+
+def _link_out_of(path: str, tree: str) -> bool:
+    """A symlink whose target is not inside ``tree`` (a real path)."""
+    return os.path.islink(path) and not _inside(os.path.realpath(path), tree)
+
+
+def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str], ignores: GitIgnore) -> list[str]:
     """The files under the directory ``given`` whose names end with ``suffixes``."""
     walked = []
+    tree = os.path.realpath(given)
     for directory, subdirs, names in os.walk(given, onerror=_walk_error(errors)):
         here = settings_for(directory)  # the directory's config decides for what it holds
         subdirs[:] = sorted(
             d for d in subdirs
             if not _skip_dir(d, os.path.join(directory, d)) and not here.is_excluded(os.path.join(directory, d))
+            and not ignores.ignored(os.path.join(directory, d), is_dir=True)
         )
         for name in sorted(names):
             if name.endswith(suffixes):
                 full = os.path.join(directory, name)
-                if here.is_excluded(full):
+                if here.is_excluded(full) or ignores.ignored(full, is_dir=False) or _link_out_of(full, tree):
                     continue
                 if not _is_regular_file(full):
                     errors.append(f"{full}: not a regular file, skipped")
@@ -115,22 +103,29 @@ def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str]
     return walked
 
 
+def _display(path: str) -> str:
+    """How a path is shown: without a leading ``./``, and a name that is not UTF-8 with its bytes
+    as ``\\xNN`` (every output format can hold that; the file itself is still opened by its name)."""
+    from dtype_lint.printable import unicode_path
+
+    return unicode_path(os.path.normpath(path) if path.startswith("./") else path)
+
+
 def discover_data(paths: list[str], settings: Union[Settings, Callable[[str], Settings]]) -> list[tuple[str, str]]:
     """The config data files (YAML, TOML, JSON) under the directories in ``paths`` and those named
     explicitly, as ``(display_path, filesystem_path)``: they feed the project pass's facts
     (dtype_lint/project/data_files.py), never get findings. Unreadable entries are skipped quietly."""
     settings_for = (lambda path: settings) if isinstance(settings, Settings) else settings
+    ignores = GitIgnore()
     found: list[str] = []
     for given in paths:
         if os.path.isdir(given):
-            found.extend(_walk(given, settings_for, DATA_FILE_SUFFIXES, []))
-        elif given.endswith(DATA_FILE_SUFFIXES) and _is_regular_file(given):
+            found.extend(_walk(given, settings_for, DATA_FILE_SUFFIXES, [], ignores))
+        elif given.endswith(DATA_FILE_SUFFIXES) and _is_regular_file(given) and not _link_out_of(given, os.path.realpath(os.getcwd())):
             found.append(given)
-    ignored = _git_ignored(found)
     result = {}
     for path in found:
-        if path not in ignored:
-            result.setdefault(os.path.realpath(path), (os.path.normpath(path) if path.startswith("./") else path, path))
+        result.setdefault(os.path.realpath(path), (_display(path), path))
     return sorted(result.values())
 
 
@@ -143,31 +138,32 @@ def discover(
     Settings for every path, or a function from a path to its settings."""
     settings_for = (lambda path: settings) if isinstance(settings, Settings) else settings
     errors = [] if errors is None else errors
+    ignores = GitIgnore()
     explicit: list[str] = []
     walked: list[str] = []
     for given in paths:
         if os.path.isdir(given):
-            walked.extend(_walk(given, settings_for, SOURCE_SUFFIXES, errors))
+            walked.extend(_walk(given, settings_for, SOURCE_SUFFIXES, errors, ignores))
         elif given.endswith(DATA_FILE_SUFFIXES) and os.path.exists(given):
             continue  # a config file named on the command line feeds facts (discover_data), gets no findings
         elif os.path.exists(given):
             if not _is_regular_file(given):
                 raise UsageError(f"{given}: not a regular file")
+            if _link_out_of(given, os.path.realpath(os.getcwd())):
+                errors.append(f"{given}: a symbolic link to a file outside the working directory, not followed")
+                continue
             own = settings_for(given)
             if not (own.force_exclude and _force_excluded(given, own)):
                 explicit.append(given)
         else:
             raise UsageError(f"{given}: no such file or directory")
-    ignored = _git_ignored(walked)
-    chosen = explicit + [path for path in walked if path not in ignored]
     seen: set[str] = set()
     result: list[tuple[str, str]] = []
-    for path in chosen:
+    for path in explicit + walked:
         key = os.path.realpath(path)
         if key not in seen:
             seen.add(key)
-            display = os.path.normpath(path) if path.startswith("./") else path
-            result.append((display, path))
+            result.append((_display(path), path))
     return sorted(result)
 
 
@@ -176,5 +172,7 @@ def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0
     something could not be read: that error says more."""
     import sys
 
+    from dtype_lint.printable import printable
+
     if not files and not errors and quiet < 2:
-        print(f"dtype-lint: warning: no Python files found under {', '.join(paths)}", file=sys.stderr)
+        print(f"dtype-lint: warning: no Python files found under {printable(', '.join(paths))}", file=sys.stderr)

@@ -105,8 +105,9 @@ def _notebook_with_noqa(data: bytes, findings: list[Finding]) -> tuple[bytes, in
 def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
     """Write the directives into each reported file; the number of codes added."""
     from dtype_lint.fixer.files import _signature, atomic_write
+    from dtype_lint.printable import printable
     from dtype_lint.report.text_format import location
-    from dtype_lint.source import UndecodableSource, decode, encode
+    from dtype_lint.source import UndecodableSource, decode
 
     added = 0
     for report in reports:
@@ -123,11 +124,12 @@ def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
             else:
                 source = decode(data)
                 text, count, unplaced = with_noqa(source.text, findings)
-                output = encode(text, source.encoding, source.bom)
+                output = source.encode(text)
             if count:
                 atomic_write(fs_path, output, read_as)
         except (OSError, UndecodableSource, SyntaxError, tokenize.TokenError, UnicodeError, NotebookError) as error:
-            err.write(f"dtype-lint: error: {report.path}: no noqa added: {getattr(error, 'reason', error)}\n")
+            reason = printable(str(getattr(error, "reason", error)))
+            err.write(f"dtype-lint: error: {printable(report.path)}: no noqa added: {reason}\n")
             continue
         added += count
         for finding in unplaced:

@@ -6,10 +6,13 @@ reporting is narrowed, so a review bot comments on exactly what a pull request t
 - Python files: the new-side line ranges of ``git diff -U0 REF`` (REF against the working tree,
   so uncommitted edits count as changes). Files git does not track yet are new in full.
 - Notebooks: the diff of the JSON says little about cells, so the code cells at REF
-  (``git show REF:path``) and now are compared as programs and the changed lines mapped to
+  (``git cat-file blob REF:path``) and now are compared as programs and the changed lines mapped to
   ``(cell, line)``.
 - A finding is kept when any line of its range changed. A file that does not parse (DTL001) is
   reported whenever the file changed at all. Pure deletions mark no line.
+
+git runs through safe_git.py: no hook, filter, diff driver or fsmonitor the repository configures
+runs, and nothing is written into it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 import subprocess
 
 from dtype_lint.errors import UsageError
+from dtype_lint.safe_git import run_git
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 WHOLE_FILE = None  # every line of the file is new
@@ -53,10 +57,7 @@ class Changes:
 
 
 def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as error:
-        raise UsageError(f"--diff-base needs git: {error}") from None
+    return run_git(args, cwd)
 
 
 def _unquote(path: str) -> str:
@@ -96,7 +97,7 @@ def changed_program_lines(old_text: str, new_text: str) -> set[int]:
 
 
 def _file_at(ref: str, toplevel: str, relative: str) -> str | None:
-    result = _git(["show", f"{ref}:{relative}"], toplevel)
+    result = _git(["cat-file", "blob", f"{ref}:{relative}"], toplevel)  # no textconv, no filter
     return result.stdout.decode("utf-8", errors="replace") if result.returncode == 0 else None
 
 
@@ -132,8 +133,8 @@ def collect_changes(ref: str, start: str = ".", stdin: tuple[str, bytes] | None 
         raise UsageError(f"--diff-base: unknown revision {ref!r}")
     commit = verified.stdout.decode().strip()
     diff = _git(
-        ["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--find-renames",
-         "--src-prefix=a/", "--dst-prefix=b/", commit, "--"],
+        ["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv",
+         "--ignore-submodules=all", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", commit, "--"],
         toplevel,
     )
     if diff.returncode != 0:

@@ -86,7 +86,7 @@ def test_corrupt_entries_are_ignored_and_rewritten(project):
     assert result.stderr == ""
     for path in paths:
         entry = json.loads(path.read_text())  # rewritten as a whole, valid entry
-        assert set(entry) == {"key", "findings", "lines", "summary"}
+        assert set(entry) == {"key", "findings", "summary"}
 
 
 def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
@@ -101,7 +101,7 @@ def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
     entry_path.write_text(json.dumps(entry))
     assert cache.load("a.py", data) is None
     entry["findings"] = []
-    entry["lines"] = [1, 2]
+    entry["summary"] = [1, 2]
     entry_path.write_text(json.dumps(entry))
     assert cache.load("a.py", data) is None
 
@@ -161,15 +161,22 @@ def test_path_is_part_of_the_key(tmp_path):
 
 
 def test_round_trip_keeps_every_field(tmp_path):
+    """Every field of a finding survives (a notebook's, for ``cell`` and ``file_line``); the lines
+    shown with it are the file's own, never stored."""
+    from dtype_lint.notebook import load_program
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+             for source in ("import torch\n", "a = 1\nb = 2\nc = '\u00e9'\nd = 4\n")]
+    raw = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
     finding = Finding(
         code="DTL201", name="deprecated-amp-api", message="m \u00e9 \n", line=3, column=5, end_line=4,
-        end_column=1, confidence=Confidence.MEDIUM, path="dir/a.py", cell=2,
+        end_column=1, confidence=Confidence.MEDIUM, path="dir/a.ipynb", cell=2, file_line=9,
         fix=Fix(Safety.UNSAFE, (Edit(3, 5, 3, 9, "new"), Edit(4, 1, 4, 1, "x\r\n")), "why"),
     )
-    report = FileReport("dir/a.py", findings=[finding], lines=["a", "b\u00e9"])
+    report = FileReport("dir/a.ipynb", findings=[finding], lines=load_program(raw).text.split("\n")[:-1])
     cache = Cache(tmp_path, Settings())
-    cache.store("dir/a.py", b"data", report)
-    loaded = cache.load("dir/a.py", b"data")
+    cache.store("dir/a.ipynb", raw.encode(), report)
+    loaded = cache.load("dir/a.ipynb", raw.encode())
     assert loaded == report
 
 
@@ -239,4 +246,4 @@ def test_concurrent_runs_share_the_cache_safely(project):
             assert json.loads(out) == expected
     assert not list((project / "cache").glob("*/.tmp-*"))
     for path in entries(project):
-        assert set(json.loads(path.read_text())) == {"key", "findings", "lines", "summary"}
+        assert set(json.loads(path.read_text())) == {"key", "findings", "summary"}

@@ -101,15 +101,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         files = discover(paths, resolver, walk_errors)
         if args.show_files:
+            from dtype_lint.printable import printable
+
             for display, _ in files:
-                print(display)
+                print(printable(display))
             return _report_errors(walk_errors, [])
         warn_if_empty(files, paths, args.quiet, walk_errors)
         cache = None
         if not args.no_cache:
-            from dtype_lint.cache import Cache, cache_directory
+            from dtype_lint.cache import open_cache
+            from dtype_lint.printable import printable
 
-            cache = Cache(cache_directory(settings), settings)
+            cache, warning = open_cache(settings)
+            if warning and args.quiet < 2:
+                print(f"dtype-lint: warning: {printable(warning)}", file=sys.stderr)
         data = [] if args.no_project else discover_data(paths, resolver)
         reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver,
                               project=not args.no_project, data=data)
@@ -153,7 +158,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _report_errors(walk_errors: list[str], reports) -> int:
     """Print unreadable paths and internal errors (one line each); 2 when there were any."""
+    from dtype_lint.printable import printable
+
     internal = [error for report in reports for error in report.internal_errors]
     for error in walk_errors + internal:
-        print(f"dtype-lint: error: {error}", file=sys.stderr)
+        print(f"dtype-lint: error: {printable(error)}", file=sys.stderr)
     return 2 if walk_errors or internal else 0

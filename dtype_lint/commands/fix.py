@@ -34,15 +34,16 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
     from dtype_lint.engine import FileReport
     from dtype_lint.findings import Safety
     from dtype_lint.fixer.files import remaining_findings
+    from dtype_lint.printable import printable
     from dtype_lint.report import render
-    from dtype_lint.report.text_format import location
+    from dtype_lint.report.text_format import headline, location
 
     remaining = remaining_findings(results)
     if quiet >= 2:  # -qq: the exit status says it all; errors still go to stderr
         out = _Discard()
     if settings.output_format in ("text", "concise"):
         for finding in remaining:
-            out.write(f"{location(finding)}: {finding.code} {finding.message}\n")
+            out.write(f"{headline(finding, show_fixable=False)}\n")
     else:  # machine formats get the findings that are left, in their own shape
         render(settings.output_format, [FileReport(r.path, r.remaining) for r in results], out)
         out = err
@@ -50,13 +51,14 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
         if result.fixed:
             counts = Counter(finding.code for finding in result.fixed)
             what = ", ".join(f"{counts[code]} × {code}" for code in sorted(counts))
-            out.write(f"{'Would fix' if diff_mode else 'Fixed'} {result.path}: {what}\n")
+            out.write(f"{'Would fix' if diff_mode else 'Fixed'} {printable(result.path)}: {what}\n")
         for skip in sorted(result.skipped, key=lambda s: s.finding.sort_key()):
-            out.write(f"{location(skip.finding)}: {skip.finding.code} fix not applied automatically: {skip.reason}\n")
+            out.write(f"{location(skip.finding)}: {skip.finding.code} fix not applied automatically: "
+                      f"{printable(skip.reason)}\n")
         if result.failure:
-            err.write(f"dtype-lint: error: {result.path}: no fix applied: {result.failure}\n")
+            err.write(f"dtype-lint: error: {printable(result.path)}: no fix applied: {printable(result.failure)}\n")
         for error in result.internal_errors:
-            err.write(f"dtype-lint: error: {error}\n")
+            err.write(f"dtype-lint: error: {printable(error)}\n")
     if quiet:
         return
     fixed = sum(len(result.fixed) for result in results)
@@ -67,6 +69,19 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
         out.write(f"({_plural(hidden, 'more fix')} available with `dtype-lint fix --unsafe-fixes`.)\n")
 
 
+def _write_diffs(results, out: TextIO) -> None:
+    """The patch, exact when it goes to a file or a pipe (``git apply`` takes it); on a terminal,
+    with what the terminal would act on escaped, line by line."""
+    from dtype_lint.printable import printable
+
+    terminal = out.isatty()
+    for result in results:
+        if terminal:
+            out.write("".join(printable(line) + "\n" for line in result.diff.splitlines()))
+        else:
+            out.write(result.diff)
+
+
 class _Discard:
     def write(self, text: str) -> None:
         pass
@@ -75,6 +90,7 @@ class _Discard:
 def run(args: argparse.Namespace) -> int:
     from dtype_lint.discover import discover, warn_if_empty
     from dtype_lint.fixer import FixOptions, fix_bytes, fix_files
+    from dtype_lint.printable import printable
 
     resolver = resolver_from_args(args)
     settings = settings_from_args(args, resolver)
@@ -85,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         data = sys.stdin.buffer.read()
         result = fix_bytes(data, args.stdin_filename or "-", settings, FixOptions(args.unsafe_fixes, write=False))
         if args.diff:
-            sys.stdout.write(result.diff)
+            _write_diffs([result], sys.stdout)
         else:
             sys.stdout.buffer.write(result.output if result.changed else data)
         sys.stdout.flush()
@@ -101,12 +117,11 @@ def run(args: argparse.Namespace) -> int:
             describe_configs(files, resolver, sys.stderr)
         out = sys.stdout
         if args.diff:
-            for result in results:
-                sys.stdout.write(result.diff)
+            _write_diffs(results, sys.stdout)
             out = sys.stderr  # stdout holds only the patch, so it can be piped to ``git apply``
     _report(results, settings, args.unsafe_fixes, args.diff, out, sys.stderr, args.quiet)
     for error in walk_errors:
-        print(f"dtype-lint: error: {error}", file=sys.stderr)
+        print(f"dtype-lint: error: {printable(error)}", file=sys.stderr)
     if walk_errors or any(result.internal_errors for result in results):
         return 2
     changed = any(result.changed for result in results)

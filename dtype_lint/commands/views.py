@@ -60,9 +60,11 @@ def _toml_value(value) -> str:
 
 
 def show_settings(paths: list[str], settings, out: TextIO) -> None:
-    out.write(f"# settings for {paths[0]}\n")
-    out.write(f"# config: {settings.config_path or '(none: defaults)'}\n")
-    out.write(f"# root: {settings.root}\n")
+    from dtype_lint.printable import printable
+
+    out.write(f"# settings for {printable(paths[0])}\n")
+    out.write(f"# config: {printable(str(settings.config_path or '(none: defaults)'))}\n")
+    out.write(f"# root: {printable(str(settings.root))}\n")
     for field in dataclasses.fields(settings):
         if field.name in ("root", "config_path"):
             continue
@@ -72,6 +74,8 @@ def show_settings(paths: list[str], settings, out: TextIO) -> None:
 
 def describe_configs(files: list[tuple[str, str]], resolver, out: TextIO) -> None:
     """``-v``: which configuration each group of files took."""
+    from dtype_lint.printable import printable
+
     counts: Counter = Counter(resolver(fs_path).config_path or "(no config: defaults)" for _, fs_path in files)
     for config in sorted(counts):
-        out.write(f"dtype-lint: {counts[config]} file{'s' if counts[config] != 1 else ''} with {config}\n")
+        out.write(f"dtype-lint: {counts[config]} file{'s' if counts[config] != 1 else ''} with {printable(str(config))}\n")

@@ -18,7 +18,7 @@ from typing import Callable
 from dtype_lint.config import Settings
 from dtype_lint.findings import Finding, sort_findings
 from dtype_lint.fixer.core import SkippedFix, fix_text
-from dtype_lint.source import UndecodableSource, decode, encode
+from dtype_lint.source import UndecodableSource, decode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,22 +55,42 @@ def unified_diff(before: str, after: str, path: str) -> str:
 
 
 class FileChanged(OSError):
-    """The file changed on disk between reading it and writing the fix (an editor saved it)."""
+    """The file changed on disk between reading it and writing the fix (an editor saved it), or
+    ``path`` now names another file (it was swapped for a symlink)."""
 
 
-def _signature(info: os.stat_result) -> tuple[int, int]:
-    return (info.st_mtime_ns, info.st_size)
+class WriteRefused(OSError):
+    """A file ``fix`` leaves alone: read-only, or hard-linked (a new file would split its links)."""
 
 
-def atomic_write(path: str, data: bytes, read_as: tuple[int, int] | None = None) -> None:
+def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
+    """Which file, and which version of it: a write goes only to the very file that was read."""
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def refusal(info: os.stat_result, path: str) -> str | None:
+    """Why a file must not be rewritten, or None. Decided by the mode bits, not by ``os.access``
+    alone: root may write a 0444 file, and its owner said it is not to be changed."""
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+        return f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o})"
+    if info.st_nlink > 1:
+        return f"the file has {info.st_nlink} hard links (a fixed copy would no longer be shared by them)"
+    return None
+
+
+def atomic_write(path: str, data: bytes, read_as: tuple[int, int, int, int] | None = None) -> None:
     """Replace ``path``'s content with ``data`` in one rename: a reader (or a crash) sees the old
     file or the new one, never half of it. Mode and, where allowed, owner are kept; a symlink
-    stays a symlink (its target is replaced). ``read_as``: the (mtime, size) the fix was computed
-    from; a file that no longer matches is not overwritten."""
+    stays a symlink (its target is replaced: discovery only hands over links inside the tree).
+    ``read_as``: the signature of the file the fix was computed from; a path that no longer names
+    that file, unchanged, is not written. Raises WriteRefused for a read-only or hard-linked file."""
     real = os.path.realpath(path)
     info = os.stat(real)
     if read_as is not None and _signature(info) != read_as:
         raise FileChanged(f"{path} changed while it was being fixed")
+    refused = refusal(info, real)
+    if refused:
+        raise WriteRefused(refused)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -114,7 +134,7 @@ def fix_bytes(data: bytes, path: str, settings: Settings, options: FixOptions) -
     if not outcome.changed:
         return result
     try:
-        output = encode(outcome.text, source.encoding, source.bom)
+        output = source.encode(outcome.text)
     except UnicodeEncodeError as error:
         return _untouched(result, source.text, path, settings, f"the fixed code cannot be written as {source.encoding}: {error.reason}")
     if decode(output).text != outcome.text:  # the re-encoding must give back exactly the fixed text
@@ -191,7 +211,8 @@ def fix_file(display_path: str, fs_path: str, settings: Settings, options: FixOp
             return FileFixResult(
                 display_path,
                 remaining=report.findings,
-                failure=f"cannot write the fixed file: {error.strerror or error}" if not isinstance(error, FileChanged) else str(error),
+                failure=str(error) if isinstance(error, (FileChanged, WriteRefused))
+            else f"cannot write the fixed file: {error.strerror or error}",
                 internal_errors=result.internal_errors,
             )
     return result

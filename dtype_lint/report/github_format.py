@@ -2,7 +2,8 @@
 
 ``::error file=PATH,line=L,endLine=L,col=C,endColumn=C,title=DTL201::message``, escaped as the
 Actions runner unescapes them (actions/toolkit ``command.ts``): ``%``, CR and LF everywhere, and
-``:`` and ``,`` inside property values. A notebook finding is annotated on the file (its lines
+``:`` and ``,`` inside property values; before that, ``printable`` escapes what a terminal would
+act on (the Actions log is shown as a terminal's). A notebook finding is annotated on the file (its lines
 are cell-relative, not lines of the JSON), with the cell and line at the start of the message.
 """
 
@@ -11,12 +12,13 @@ from __future__ import annotations
 from typing import TextIO
 
 from dtype_lint.findings import Finding
+from dtype_lint.printable import printable
 from dtype_lint.report import all_findings
 from dtype_lint.report.sources import relative_path
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text, keep_line_breaks=True).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

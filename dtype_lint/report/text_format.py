@@ -1,23 +1,26 @@
-"""The default, ruff-like output: ``path:line:col: CODE [*] message`` and the source line."""
+"""The default, ruff-like output: ``path:line:col: CODE [*] message`` and the source line.
+Paths, messages and source are shown through ``printable`` (a file's bytes never drive the terminal)."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
 from dtype_lint.findings import Finding, Safety
+from dtype_lint.printable import printable
 from dtype_lint.report import all_findings
 from dtype_lint.report.sources import source_line
 
 
 def location(finding: Finding) -> str:
     if finding.cell is not None:
-        return f"{finding.path}:cell {finding.cell}:{finding.line}:{finding.column}"
-    return f"{finding.path}:{finding.line}:{finding.column}"
+        return f"{printable(finding.path)}:cell {finding.cell}:{finding.line}:{finding.column}"
+    return f"{printable(finding.path)}:{finding.line}:{finding.column}"
 
 
-def headline(finding: Finding) -> str:
-    marker = " [*]" if finding.fix is not None and finding.fix.safety is Safety.SAFE else ""
-    return f"{location(finding)}: {finding.code}{marker} {finding.message}"
+def headline(finding: Finding, show_fixable: bool = True) -> str:
+    """``show_fixable``: ``[*]`` after the code of a finding with a safe fix."""
+    marker = " [*]" if show_fixable and finding.fix is not None and finding.fix.safety is Safety.SAFE else ""
+    return f"{location(finding)}: {printable(finding.code)}{marker} {printable(finding.message)}"
 
 
 def _source_excerpt(finding: Finding, lines: list[str] | None) -> list[str]:
@@ -27,11 +30,12 @@ def _source_excerpt(finding: Finding, lines: list[str] | None) -> list[str]:
     number = str(finding.line)
     gutter = " " * len(number)
     end = finding.end_column if finding.end_line == finding.line else len(text) + 1
-    width = max(1, end - finding.column)
+    # The caret goes under the escaped text: measured on it.
+    before, marked = printable(text[: finding.column - 1]), printable(text[finding.column - 1: end - 1])
     return [
         f"{gutter} |",
-        f"{number} | {text}",
-        f"{gutter} | {' ' * (finding.column - 1)}{'^' * width}",
+        f"{number} | {printable(text)}",
+        f"{gutter} | {' ' * len(before)}{'^' * max(1, len(marked))}",
         "",
     ]
 
