@@ -17,8 +17,10 @@ from pathlib import Path
 
 from dtype_lint.errors import UsageError
 from dtype_lint.fingerprint import report_fingerprints
+from dtype_lint.tree_files import link_out_of, read_regular_file
 
 FORMAT_VERSION = 1
+MAX_BASELINE_BYTES = 256 << 20
 
 
 @dataclasses.dataclass
@@ -56,6 +58,10 @@ def write_baseline(file: str, reports) -> int:
     directory = os.path.dirname(os.path.abspath(file))
     entries = _entries(reports, directory)
     text = json.dumps({"version": FORMAT_VERSION, "tool": "dtype-lint", "entries": entries}, indent=2, sort_keys=True, ensure_ascii=False)
+    # A baseline file a checkout brought may be a symlink to anywhere: not written through
+    # unless it points inside the working directory (docs/security.md).
+    if link_out_of(file):
+        raise UsageError(f"cannot write baseline {file}: a symbolic link to a file outside the working directory")
     try:
         with open(file, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text + "\n")
@@ -66,14 +72,15 @@ def write_baseline(file: str, reports) -> int:
 
 def load_baseline(file: str) -> Counter:
     """The baseline's ``(path, code, fingerprint)`` entries, counted."""
+    if not os.path.exists(file):
+        raise UsageError(f"baseline file not found: {file} (create it with --write-baseline)")
+    raw = read_regular_file(file, MAX_BASELINE_BYTES)  # the config may name a FIFO: never blocks
+    if raw is None:
+        limit = MAX_BASELINE_BYTES >> 20
+        raise UsageError(f"cannot read baseline {file}: not a readable regular file of at most {limit} MiB")
     try:
-        with open(file, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise UsageError(f"baseline file not found: {file} (create it with --write-baseline)") from None
-    except OSError as error:
-        raise UsageError(f"cannot read baseline {file}: {error.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        data = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise UsageError(f"{file}: not a dtype-lint baseline (invalid JSON: {error})") from None
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{file}: not a dtype-lint baseline of version {FORMAT_VERSION}")

@@ -33,7 +33,7 @@ from typing import Any
 from dtype_lint import __version__
 from dtype_lint.config import Settings
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
-from dtype_lint.safe_read import read_regular_file
+from dtype_lint.tree_files import read_regular_file
 
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).

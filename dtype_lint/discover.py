@@ -10,8 +10,8 @@ block the run) are reported in ``errors`` and skipped; the other files are still
 
 Symlinks are never followed out of the tree: a walked symlink whose target lies outside the
 directory walked is skipped (symlinked directories are not walked at all), and a symlink named on
-the command line must point inside the working directory. So ``fix`` cannot be led to rewrite a
-file elsewhere (docs/security.md).
+the command line (a file or a directory) must point inside the working directory. So ``fix``
+cannot be led to rewrite a file elsewhere (docs/security.md).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Callable, Union
 from dtype_lint.config import Settings
 from dtype_lint.errors import UsageError
 from dtype_lint.gitignore import GitIgnore
+from dtype_lint.tree_files import link_out_of
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 DATA_FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")  # read by the project pass (project/data_files.py)
@@ -71,15 +72,6 @@ def _walk_error(errors: list[str]):
     return record
 
 
-def _inside(path: str, tree: str) -> bool:
-    return path == tree or path.startswith(tree.rstrip(os.sep) + os.sep)
-
-
-def _link_out_of(path: str, tree: str) -> bool:
-    """A symlink whose target is not inside ``tree`` (a real path)."""
-    return os.path.islink(path) and not _inside(os.path.realpath(path), tree)
-
-
 def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str], ignores: GitIgnore) -> list[str]:
     """The files under the directory ``given`` whose names end with ``suffixes``."""
     walked = []
@@ -94,7 +86,7 @@ def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str]
         for name in sorted(names):
             if name.endswith(suffixes):
                 full = os.path.join(directory, name)
-                if here.is_excluded(full) or ignores.ignored(full, is_dir=False) or _link_out_of(full, tree):
+                if here.is_excluded(full) or ignores.ignored(full, is_dir=False) or link_out_of(full, tree):
                     continue
                 if not _is_regular_file(full):
                     errors.append(f"{full}: not a regular file, skipped")
@@ -119,9 +111,11 @@ def discover_data(paths: list[str], settings: Union[Settings, Callable[[str], Se
     ignores = GitIgnore()
     found: list[str] = []
     for given in paths:
+        if link_out_of(given):
+            continue
         if os.path.isdir(given):
             found.extend(_walk(given, settings_for, DATA_FILE_SUFFIXES, [], ignores))
-        elif given.endswith(DATA_FILE_SUFFIXES) and _is_regular_file(given) and not _link_out_of(given, os.path.realpath(os.getcwd())):
+        elif given.endswith(DATA_FILE_SUFFIXES) and _is_regular_file(given):
             found.append(given)
     result = {}
     for path in found:
@@ -142,16 +136,15 @@ def discover(
     explicit: list[str] = []
     walked: list[str] = []
     for given in paths:
-        if os.path.isdir(given):
+        if link_out_of(given):
+            errors.append(f"{given}: a symbolic link to a path outside the working directory, not followed")
+        elif os.path.isdir(given):
             walked.extend(_walk(given, settings_for, SOURCE_SUFFIXES, errors, ignores))
         elif given.endswith(DATA_FILE_SUFFIXES) and os.path.exists(given):
             continue  # a config file named on the command line feeds facts (discover_data), gets no findings
         elif os.path.exists(given):
             if not _is_regular_file(given):
                 raise UsageError(f"{given}: not a regular file")
-            if _link_out_of(given, os.path.realpath(os.getcwd())):
-                errors.append(f"{given}: a symbolic link to a file outside the working directory, not followed")
-                continue
             own = settings_for(given)
             if not (own.force_exclude and _force_excluded(given, own)):
                 explicit.append(given)

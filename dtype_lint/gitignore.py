@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 
-from dtype_lint.safe_read import read_regular_file
+from dtype_lint.tree_files import read_regular_file
 
 MAX_IGNORE_FILE = 1 << 20
 _POSIX_CLASSES = {

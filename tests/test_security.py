@@ -157,6 +157,9 @@ def test_fix_never_follows_a_symlink_out_of_the_tree(tmp_path):
     named = run_cli("fix", *ONLY, "link.py", cwd=tree, env=env)
     assert named.returncode == 2 and "link.py" in named.stderr and "outside" in named.stderr
     assert victim.read_text() == TRAIN and (tree / "link.py").is_symlink()
+    named_directory = run_cli("fix", *ONLY, "linked_pkg", cwd=tree, env=env)
+    assert named_directory.returncode == 2 and "linked_pkg: a symbolic link" in named_directory.stderr
+    assert (outside / "pkg" / "mod.py").read_text() == TRAIN
 
 
 def test_a_file_swapped_for_a_symlink_before_the_write_is_not_written_through(tmp_path, monkeypatch):
@@ -181,6 +184,23 @@ def test_a_file_swapped_for_a_symlink_before_the_write_is_not_written_through(tm
     result = fix_file("train.py", str(path), Settings(select=("DTL201",)), FixOptions())
     assert not result.written and result.failure
     assert victim.read_text() == TRAIN
+
+
+def test_a_baseline_file_is_neither_written_through_a_link_nor_read_from_a_fifo(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's file\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "train.py").write_text(TRAIN)
+    (tree / "dtype-lint-baseline.json").symlink_to(outside)
+    env = {DIRECTORY_ENV: str(tmp_path / "cache")}
+    written = run_cli("check", *ONLY, "--write-baseline", "dtype-lint-baseline.json", ".", cwd=tree, env=env)
+    assert written.returncode == 2 and "outside the working directory" in written.stderr
+    assert outside.read_text() == "the user's file\n"
+    (tree / "pyproject.toml").write_text('[tool.dtype-lint]\nbaseline = "fifo.json"\n')  # the repository's say
+    os.mkfifo(tree / "fifo.json")
+    read = run_cli("check", *ONLY, ".", cwd=tree, env=env)
+    assert read.returncode == 2 and "fifo.json: not a readable regular file" in read.stderr, read.stderr
 
 
 # -- 4. read-only files and hard links ---------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Reading a file a checked-out tree supplies (a cache entry, a ``.gitignore``) without trusting it:
-a FIFO must not block the run, ``/dev/zero`` must not fill memory, a symlink may be refused."""
+"""Files a checked-out tree supplies (a cache entry, a ``.gitignore``, a baseline, a symlink),
+handled without trusting them: a FIFO must not block the run, ``/dev/zero`` must not fill memory,
+a symlink must not lead a write out of the tree (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,16 @@ def read_regular_file(path: str, limit: int, *, follow_symlinks: bool = True) ->
         return None
     finally:
         os.close(descriptor)
+
+
+def inside(path: str, tree: str) -> bool:
+    """Whether the real path ``path`` is ``tree`` (a real path) or below it."""
+    return path == tree or path.startswith(tree.rstrip(os.sep) + os.sep)
+
+
+def link_out_of(path: str, tree: str | None = None) -> bool:
+    """Whether ``path`` is a symlink whose target is not inside ``tree`` (default: the working
+    directory)."""
+    if not os.path.islink(path):
+        return False
+    return not inside(os.path.realpath(path), os.path.realpath(tree if tree is not None else os.getcwd()))
