@@ -246,7 +246,7 @@ class GitIgnore:
 
     def _global_patterns(self) -> list[_Pattern]:
         if self._global is None:
-            self._global = _read_patterns(_global_excludes_file()) if _global_excludes_file() else []
+            self._global = _read_patterns(_global_excludes_file())
         return self._global
 
 
@@ -270,10 +270,10 @@ def _info_exclude(top: str) -> list[_Pattern]:
     return _read_patterns(os.path.join(git_dir, "info", "exclude"))
 
 
-_GLOBAL_FILE: list[str | None] = []
+_GLOBAL_FILE: list[str] = []
 
 
-def _global_excludes_file() -> str | None:
+def _global_excludes_file() -> str:
     """``core.excludesFile`` of the user's own git config, else git's default place (the user's
     files, not the repository's: reading them is reading no repository's settings)."""
     if not _GLOBAL_FILE:
