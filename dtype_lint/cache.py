@@ -278,7 +278,7 @@ class _FileShape:
 
             try:
                 self._lines = load_program(self._data.decode("utf-8-sig")).text.split("\n")[:-1]
-            except (UnicodeDecodeError, NotebookError):
+            except (ValueError, NotebookError, RecursionError):  # ValueError: UnicodeDecodeError too
                 return
         else:
             from dtype_lint.source import UndecodableSource, decode
@@ -317,7 +317,7 @@ def _findings_from_json(items: Any, shape: _FileShape) -> list[Finding] | None:
         return None
     try:
         return [_finding_from_json(item, shape) for item in items]
-    except _Implausible:
+    except (_Implausible, ValueError, RecursionError):
         return None
 
 

@@ -68,7 +68,7 @@ def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
 
 
-def refusal(info: os.stat_result, path: str) -> str | None:
+def _refusal(info: os.stat_result, path: str) -> str | None:
     """Why a file must not be rewritten, or None. Decided by the mode bits, not by ``os.access``
     alone: root may write a 0444 file, and its owner said it is not to be changed."""
     if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
@@ -88,7 +88,7 @@ def atomic_write(path: str, data: bytes, read_as: tuple[int, int, int, int] | No
     info = os.stat(real)
     if read_as is not None and _signature(info) != read_as:
         raise FileChanged(f"{path} changed while it was being fixed")
-    refused = refusal(info, real)
+    refused = _refusal(info, real)
     if refused:
         raise WriteRefused(refused)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
