@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from dtype_lint.cache import DIRECTORY_ENV, DIRECTORY_NAME, Cache
 from dtype_lint.config import Settings
 from dtype_lint.engine import PARSE_ERROR, check_bytes, check_file, check_text
@@ -214,6 +214,46 @@ def test_a_read_only_file_is_left_alone_with_a_message(tmp_path):
     assert "train.py: no fix applied: the file is read-only" in result.stderr
 
 
+def _interpreter_others_may_run() -> str | None:
+    """This Python, or the system's of the same version, when every folder above it lets others in."""
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    for candidate in (os.path.realpath(sys.executable), f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"):
+        real = Path(os.path.realpath(candidate))
+        if real.is_file() and real.stat().st_mode & 0o001 and all(p.stat().st_mode & 0o001 for p in real.parents):
+            return str(real)
+    return None
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to run as another user")
+def test_another_users_file_is_left_alone(tmp_path):
+    """The issue's case: run as another user, in a folder that user may write, on a file (0644,
+    root's) that user may not: the rename would succeed, so the mode bits and access decide."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="dtype-lint-other-user-"))
+    try:
+        folder.chmod(0o777)
+        path = folder / "train.py"
+        path.write_text(TRAIN)
+        path.chmod(0o644)
+        python = _interpreter_others_may_run()
+        if python is None:
+            pytest.skip("no Python of this version that another user may run")
+        import site
+
+        result = subprocess.run(
+            [python, "-m", "dtype_lint", "fix", *ONLY, "--no-cache", "train.py"], cwd=folder,
+            capture_output=True, text=True, timeout=120, user=65534, group=65534,
+            env={**os.environ, "HOME": str(folder), "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()])},
+        )
+        assert result.returncode == 1, result.stderr
+        assert "train.py: no fix applied: the file is not writable by this user (mode 0644)" in result.stderr
+        assert path.read_text() == TRAIN and path.stat().st_uid == 0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_a_hard_linked_file_is_refused_and_its_links_kept(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(TRAIN)
@@ -395,6 +435,20 @@ def test_a_file_name_that_is_not_utf8_in_every_format(tmp_path, output_format):
     assert any(form in shown for form in ("caf\\xe9.py", "caf\\\\xe9.py", "caf%5Cxe9.py")), shown
     if output_format in ("json", "sarif", "rdjson"):
         json.loads(shown)
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_stdin_filename_that_is_not_utf8(tmp_path, command):
+    env = {DIRECTORY_ENV: str(tmp_path / "cache")}
+    result = subprocess.run(
+        [sys.executable, "-m", "dtype_lint", command, *ONLY, "--format", "sarif", "--stdin-filename", b"caf\xe9.py", "-"],
+        input=TRAIN.encode(), cwd=tmp_path, capture_output=True, env={**os.environ, **env}, timeout=120,
+    )
+    no_traceback(result)
+    if command == "check":
+        assert b"caf%5Cxe9.py" in result.stdout, result.stdout
+    else:  # the fixed source on stdout, the report on stderr
+        assert result.stdout == TRAIN_FIXED.encode() and b"Fixed caf\\xe9.py" in result.stderr, result.stderr
 
 
 def test_fix_on_a_file_name_that_is_not_utf8(tmp_path):

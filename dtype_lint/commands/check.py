@@ -95,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     walk_errors: list[str] = []
     if paths == ["-"]:
-        name = args.stdin_filename or "-"
+        from dtype_lint.printable import unicode_path
+
+        name = unicode_path(args.stdin_filename or "-")
         data = sys.stdin.buffer.read()
         reports = [check_bytes(data, name, settings)]
     else:

@@ -90,7 +90,7 @@ class _Discard:
 def run(args: argparse.Namespace) -> int:
     from dtype_lint.discover import discover, warn_if_empty
     from dtype_lint.fixer import FixOptions, fix_bytes, fix_files
-    from dtype_lint.printable import printable
+    from dtype_lint.printable import printable, unicode_path
 
     resolver = resolver_from_args(args)
     settings = settings_from_args(args, resolver)
@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if paths == ["-"]:
         # Editors: source on stdin, the fixed source (or the diff) on stdout, the report on stderr.
         data = sys.stdin.buffer.read()
-        result = fix_bytes(data, args.stdin_filename or "-", settings, FixOptions(args.unsafe_fixes, write=False))
+        name = unicode_path(args.stdin_filename or "-")
+        result = fix_bytes(data, name, settings, FixOptions(args.unsafe_fixes, write=False))
         if args.diff:
             _write_diffs([result], sys.stdout)
         else:

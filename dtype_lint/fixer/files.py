@@ -71,8 +71,11 @@ def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
 def _refusal(info: os.stat_result, path: str) -> str | None:
     """Why a file must not be rewritten, or None. Decided by the mode bits, not by ``os.access``
     alone: root may write a 0444 file, and its owner said it is not to be changed."""
-    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
-        return f"the file is read-only (mode {stat.S_IMODE(info.st_mode):04o})"
+    mode = f"mode {stat.S_IMODE(info.st_mode):04o}"
+    if not info.st_mode & 0o222:
+        return f"the file is read-only ({mode})"
+    if not os.access(path, os.W_OK):
+        return f"the file is not writable by this user ({mode})"
     if info.st_nlink > 1:
         return f"the file has {info.st_nlink} hard links (a fixed copy would no longer be shared by them)"
     return None
