@@ -167,6 +167,7 @@ class Observer(TorchFunctionMode):
             origins=self.state.origins(),
             detail={"op": name, "dtypes": [_short(d) for d in dtypes]},
             key=("mixed-dtype", tuple(stack[0]) if stack else None, name),
+            code="DTL107",  # two operands of one op
         )
 
     def _record_nonfinite(self, name, args, result, caller) -> None:
