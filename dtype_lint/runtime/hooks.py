@@ -81,12 +81,12 @@ def check_hand_updates(state: State) -> None:
         state.recorder.claim(
             "update-from-scaled-gradients",
             ("DTL305",),
-            f"a {_short(mark.param.dtype)} parameter was updated from its gradient while the gradient was still "
+            f"a {_short(mark.values.dtype)} parameter was updated from its gradient while the gradient was still "
             f"multiplied by the loss scale {mark.scale:g} (no unscale_, no scaler.step()): every update is "
             f"{mark.scale:g}x too large and steps with inf/NaN gradients are not skipped",
             [],
             origins=mark.origins,
-            detail={"scale": mark.scale, "shape": list(mark.param.shape)},
+            detail={"scale": mark.scale},
             key="update-from-scaled-gradients",
         )
 

@@ -31,7 +31,7 @@ ALIGNED_SHARE = 0.9
 
 @dataclasses.dataclass
 class Mark:
-    param: torch.Tensor
+    param_ref: Any  # weakref to the leaf: an input made requires_grad dies with its iteration
     grad: Any  # weakref to the gradient tensor the scaled backward left
     version: int
     scale: float
@@ -39,14 +39,20 @@ class Mark:
     values: torch.Tensor | None = None  # sampled parameter values right after the backward
     grad_values: torch.Tensor | None = None
 
+    @property
+    def param(self) -> torch.Tensor | None:
+        return self.param_ref()
+
     def is_live(self) -> bool:
         """The parameter still holds the gradient the scaled backward left, unchanged."""
-        grad = self.param.grad
+        param = self.param
+        grad = None if param is None else param.grad
         return grad is not None and grad is self.grad() and grad._version == self.version
 
     def refresh(self) -> None:
         """The gradient was changed in place by something that keeps it scaled (clipping)."""
-        grad = self.param.grad
+        param = self.param
+        grad = None if param is None else param.grad
         if grad is not None and grad is self.grad():
             self.version = grad._version
 
@@ -88,17 +94,20 @@ class ScaledGradients:
 
     def after_backward(self, prepared: tuple[list, list], scale: float, origins: list) -> None:
         leaves, states = prepared
+        # Earlier marks stay only while their gradient is still the scaled one (accumulation).
+        marks = {key: mark for key, mark in self.marks.items() if mark.is_live()}
         sampled = 0
         for leaf, state in zip(leaves, states):
             grad = leaf.grad
             if grad is None or _grad_state(leaf) == state:
                 continue  # this backward wrote no gradient into it
-            mark = Mark(leaf, weakref.ref(grad), grad._version, scale, origins)
+            mark = Mark(weakref.ref(leaf), weakref.ref(grad), grad._version, scale, origins)
             if sampled < SAMPLE_TENSORS and grad.layout == torch.strided and leaf.is_floating_point():
                 mark.values = leaf.detach().reshape(-1)[:SAMPLE_ELEMENTS].clone()
                 mark.grad_values = grad.detach().reshape(-1)[:SAMPLE_ELEMENTS].clone()
                 sampled += 1
-            self.marks[id(leaf)] = mark
+            marks[id(leaf)] = mark
+        self.marks = marks
 
     def live(self, params) -> list[Mark]:
         if not self.marks:
@@ -122,9 +131,13 @@ class ScaledGradients:
         marks are dropped: one update, one finding)."""
         moved = []
         for key, mark in list(self.marks.items()):
+            param = mark.param
+            if param is None:
+                del self.marks[key]
+                continue
             if mark.values is None or not bool(torch.isfinite(mark.values).all()):
                 continue
-            now = mark.param.detach().reshape(-1)[: mark.values.numel()]
+            now = param.detach().reshape(-1)[: mark.values.numel()]
             if now.dtype != mark.values.dtype or now.shape != mark.values.shape:
                 continue  # recast or resized: not an update
             delta = now.double() - mark.values.double()

@@ -47,6 +47,7 @@ class State:
     scaler_updates: int = 0
     effective_updates: int = 0
     last_scale: float | None = None
+    step_counts: dict = dataclasses.field(default_factory=dict)  # id(optimizer) -> steps it took
     # Checks run once when the process ends (stop, exit, SIGTERM), each at most once.
     on_end: list = dataclasses.field(default_factory=list)
 
@@ -82,13 +83,13 @@ class State:
         """``optimizer`` is about to step. The run's iteration is the most steps any one optimizer
         took (two optimizers stepped once each are one iteration, not two); once an optimizer
         would take its ``step_limit + 1``-th step, the run ends here."""
-        done = optimizer.__dict__.get("_dtl_steps", 0)
+        done = self.step_counts.get(id(optimizer), 0)
         if done >= self.step_limit and not self._scale_settling():
             if self.recorder.step > self.step_limit:
                 self.stop(f"stopped after {self.recorder.step} training iterations ({self.step_limit} asked for: the run "
                           "went on while the GradScaler skipped every step and backed off its loss scale)")
             self.stop(f"stopped after {self.step_limit} training iterations")
-        optimizer.__dict__["_dtl_steps"] = done + 1
+        self.step_counts[id(optimizer)] = done + 1
         self.recorder.step = max(self.recorder.step, done + 1)
 
     def note_scaler_update(self, skipped: bool, scale: float) -> None:
