@@ -207,7 +207,7 @@ def _run(args: argparse.Namespace, out) -> int:
     runtime_only = drop_ignored(runtime_only, settings)
     if summary.start_errors:
         return _cannot_start(args, program.display, summary.start_errors[0], out, findings)
-    if summary.processes == 0:
+    if summary.processes == 0 and not result.interrupted:
         reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
         if summary.companion_errors:
             reason = f"the companion could not start in the program: {summary.companion_errors[0]}"
