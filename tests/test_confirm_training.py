@@ -264,3 +264,48 @@ def test_stopped_confirm_stops_every_process_removes_its_files_and_reports(tmp_p
         else:
             assert report["run"]["outcome"].startswith(f"confirm was stopped by {how}"), report["run"]
             assert result.returncode == cases[how], (how, result.stderr[-2000:])
+
+
+# -- the pure parts: which rule a runtime-only finding is, and when it stays set aside -----------
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("mat1 and mat2 must have the same dtype, but got Half and Float", "DTL108"),  # half input, fp32 layer
+        ("mat1 and mat2 must have the same dtype, but got Float and BFloat16", "DTL101"),  # fp32 input, bf16 layer
+        ("Input type (c10::Half) and bias type (float) should be the same", "DTL108"),
+        ("Input type (float) and bias type (c10::Half) should be the same", "DTL101"),
+        ("Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same", "DTL108"),
+        ("expected m1 and m2 to have the same dtype, but got: float != c10::Half", "DTL107"),  # two operands
+        ("Attempting to unscale FP16 gradients.", "DTL302"),
+    ],
+)
+def test_a_runtime_message_names_one_rule(text, code):
+    from dtype_lint.runtime import messages
+
+    assert messages.primary_code(messages.classify(text), text) == code
+
+
+def test_ignored_runtime_only_findings_by_selection_and_comment(tmp_path):
+    from dtype_lint.config import Settings
+    from dtype_lint.runtime.verdicts import RUNTIME_ONLY, Verdict, drop_ignored
+
+    train = tmp_path / "train.py"
+    train.write_text("main()  # noqa\nstep()  # noqa: DTL305\nbare()  # noqa\nplain()\n")
+    path = str(train)
+
+    def row(code, stack, origins=()):
+        claim = {"stack": [[path, line] for line in stack], "origins": [[path, line] for line in origins]}
+        top = (list(stack) + list(origins))[0]
+        return Verdict(None, RUNTIME_ONLY, [claim], path=path, line=top, what=code, code=code)
+
+    rows = [
+        row("DTL305", [4], origins=[2]),  # its scale() line names DTL305: where the static finding would be
+        row("DTL404", [4, 1]),  # a bare noqa on an outer frame (main()) does not reach it
+        row("DTL503", [3]),  # a bare noqa on the line it is reported at does
+        row("DTL108", [4]),  # --ignore DTL108
+        row("DTL201", [4]),  # shown
+    ]
+    kept = drop_ignored(rows, Settings(ignore=("DTL108",), root=str(tmp_path)))
+    assert [verdict.code for verdict in kept] == ["DTL404", "DTL201"]
+    per_file = Settings(per_file_ignores=(("train.py", ("DTL2",)),), root=str(tmp_path))
+    assert [verdict.code for verdict in drop_ignored(rows[3:], per_file)] == ["DTL108"]
