@@ -147,14 +147,13 @@ def _hook_scaler(state: State) -> None:
         if optimizer_site and optimizer_site not in state.scaler_sites and len(state.scaler_sites) < 16:
             state.scaler_sites.append(optimizer_site)  # explains "Attempting to unscale FP16 gradients."
         origins = [site for site in (info.get("origin"), info.get("scale_site"), optimizer_site) if site]
-        stack = recorder.user_stack()
         if torch.bfloat16 in dtypes:
             recorder.claim(
                 "scaler-bf16-grads",
                 ("DTL301",),
                 "GradScaler unscaled bfloat16 gradients (on CUDA this raises "
                 "'_amp_foreach_non_finite_check_and_unscale_cuda not implemented for BFloat16')",
-                stack,
+                recorder.user_stack(),
                 origins=origins,
                 detail={"grad_dtypes": [_short(d) for d in dtypes]},
                 key="scaler-bf16-grads",
@@ -170,7 +169,7 @@ def _hook_scaler(state: State) -> None:
                 ("DTL307", "DTL301"),
                 f"GradScaler unscaled only {', '.join(_short(d) for d in dtypes)} gradients and no float16 "
                 f"autocast ran (autocast dtypes seen: {', '.join(seen)}): the scaler protects nothing",
-                stack,
+                recorder.user_stack(),
                 origins=origins,
                 detail={"grad_dtypes": [_short(d) for d in dtypes], "autocast_dtypes": seen},
                 key="scaler-without-fp16",
@@ -222,6 +221,31 @@ def _hook_scaler(state: State) -> None:
 
 
 # -- optimizers ---------------------------------------------------------------------------------
+# Parameter dtypes whose largest magnitude torch._foreach_norm gives exactly (it reaches float64
+# values above float32's range as inf).
+_FOREACH_CHECKED = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _nonfinite_params(optimizer) -> list:
+    """(parameter, group) pairs holding inf/NaN after a step: one fused max-magnitude pass and one
+    sync for the usual dtypes, not two ops per parameter."""
+    fused, single = [], []
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if not param.is_floating_point() or param.numel() == 0:
+                continue
+            fits = param.dtype in _FOREACH_CHECKED and param.layout == torch.strided
+            (fused if fits else single).append((param, group))
+    bad = []
+    with torch.no_grad():
+        if fused:
+            largest = torch._foreach_norm([param for param, _group in fused], float("inf"), dtype=torch.float64)
+            if not bool(torch.stack(largest).isfinite().all()):
+                bad = [pair for pair, value in zip(fused, largest) if not bool(torch.isfinite(value))]
+        bad += [(param, group) for param, group in single if not bool(torch.isfinite(param).all())]
+    return bad
+
+
 def _hook_optimizer(state: State) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -265,11 +289,7 @@ def _hook_optimizer(state: State) -> None:
 
     def post_hook(optimizer, args, kwargs):
         silent.after_step(state, optimizer)
-        bad = []
-        for group in optimizer.param_groups:
-            for param in group["params"]:
-                if param.is_floating_point() and not bool(torch.isfinite(param).all()):
-                    bad.append((param, group))
+        bad = _nonfinite_params(optimizer)
         if not bad:
             return
         param, group = bad[0]
@@ -351,6 +371,16 @@ def _hook_backward(state: State) -> None:
 
     @functools.wraps(original)
     def backward(self, *args, **kwargs):
+        if state.in_backward:
+            # torch dispatches Tensor.backward once more through the observer's mode: checked once
+            return original(self, *args, **kwargs)
+        state.in_backward = True
+        try:
+            return checked_backward(self, args, kwargs)
+        finally:
+            state.in_backward = False
+
+    def checked_backward(self, args, kwargs):
         if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
             stack = recorder.user_stack()
             if stack:

@@ -8,6 +8,7 @@ the user's own line called the op. Frames are walked only when something is reco
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -171,6 +172,8 @@ class Observer(TorchFunctionMode):
         )
 
     def _record_nonfinite(self, name, args, result, caller) -> None:
+        if any(isinstance(a, float) and not math.isfinite(a) for a in args):
+            return  # asked for: masked_fill(mask, float("-inf")) before a softmax
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
         if not all(bool(torch.isfinite(a).all()) for a in inputs if a.is_floating_point()):
             return  # inf/NaN came in: the line that made it is elsewhere

@@ -22,6 +22,7 @@ class State:
     step_limit: int
     emulated: bool
     in_scaler_step: bool = False
+    in_backward: bool = False
     # Emulated torch.autocast("cuda") contexts currently entered (CUDA's fp32 op policy applies).
     cuda_autocast_depth: int = 0
     autocast_dtypes_seen: set = dataclasses.field(default_factory=set)
