@@ -91,7 +91,7 @@ def check_hand_updates(state: State) -> None:
         )
 
 
-def _check_loss(state: State, loss, site) -> None:
+def _check_loss(state: State, loss) -> None:
     """A loss already inf/NaN before scaling: no loss scale can save that step (forward overflow)."""
     if loss.is_floating_point() and not bool(torch.isfinite(loss).all()):
         state.nonfinite_loss = True
@@ -134,7 +134,7 @@ def _hook_scaler(state: State) -> None:
             state.scaler_sites.append(site)
         check_hand_updates(state)  # the previous scaled gradients: did a hand-written update use them?
         if isinstance(outputs, torch.Tensor):
-            _check_loss(state, outputs, site)
+            _check_loss(state, outputs)
         if isinstance(scaled, torch.Tensor):
             scaled._dtl_scaler = self  # its backward writes scaled gradients (see _hook_backward)
         return scaled
