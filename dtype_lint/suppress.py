@@ -37,6 +37,16 @@ def line_suppresses(line: str, code: str, *, use_noqa: bool = True) -> bool:
     return _suppressed_by(OWN_IGNORE.search(line), code)
 
 
+def names_code(line: str, code: str) -> bool:
+    """A suppression comment on ``line`` that names ``code`` (or a prefix of it); not a bare one."""
+    if "#" not in line:
+        return False
+    for match in (NOQA.search(line), OWN_IGNORE.search(line)):
+        if match is not None and _codes(match.group("codes")) is not ALL and _suppressed_by(match, code):
+            return True
+    return False
+
+
 def is_suppressed(
     lines: list[str], code: str, line: int, statement_line: int, *, use_noqa: bool = True
 ) -> bool:

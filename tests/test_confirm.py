@@ -327,7 +327,7 @@ def test_not_reached_needs_gpu_stop_after_steps_and_module_form(tmp_path):
         "--steps", "2", "--select", "DTL201,DTL203", "--format", "json", "--", "-m", "app.train", cwd=str(tmp_path)
     )
     report = json.loads(result.stdout)
-    assert report["run"]["outcome"].startswith("stopped after 2 optimizer steps")
+    assert report["run"]["outcome"].startswith("stopped after 2 training iterations")
     assert report["run"]["emulated"] is True
     verdicts = [(f["code"], f["line"], f["verdict"]) for f in report["findings"]]
     # The bf16 capability check can only fail on a GPU: a CPU run cannot refute it.

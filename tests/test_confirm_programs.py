@@ -52,7 +52,7 @@ def _runs(tmp: Path) -> dict:
                                              env=dict(os.environ, PYTHONPATH=str(simulation))),
         "conv": lambda: _confirm("--format", "json", str(PROGRAMS / "conv_fp16_input.py")),
         "conv-text": lambda: _confirm(str(PROGRAMS / "conv_fp16_input.py"), quiet=False),
-        "cuda-build": lambda: _confirm("--steps", "6", "--format", "json", str(PROGRAMS / "adam_dataloader.py"),
+        "cuda-build": lambda: _confirm("--steps", "3", "--format", "json", str(PROGRAMS / "adam_dataloader.py"),
                                        env={"PYTHONPATH": str(simulation)}),
         "accelerator": lambda: _confirm("--steps", "10", "--format", "json", str(PROGRAMS / "accelerator_device.py")),
         "silent": lambda: _confirm("--steps", "10", "--format", "json", str(PROGRAMS / "silent_lowp.py")),
@@ -94,7 +94,7 @@ def _verdicts(report) -> dict:
 def test_adam_adamw_adadelta_and_pinned_loader_run_on_a_cuda_build_without_driver(runs):
     result = runs["cuda-build"]
     report = _json(result)
-    assert report["run"]["outcome"].startswith("stopped after 6 optimizer steps"), report["run"]
+    assert report["run"]["outcome"].startswith("stopped after 3 training iterations"), report["run"]
     assert "NVIDIA driver" not in json.dumps(report)
     assert report["run"]["emulated"] and report["run"]["device_note"]
     assert result.returncode == 0, report["run"]
@@ -168,7 +168,7 @@ def test_accelerator_picked_device_takes_the_fp16_scaler_path(runs):
     assert run["scaler"]["updates"] == 3, run  # the fp16 GradScaler path really ran
     assert run["emulated"] and run["device_note"]
     assert not run["notes"] or "raised" not in " ".join(run["notes"])
-    assert run["outcome"].startswith("the program finished after 3 of 10 optimizer steps")
+    assert run["outcome"].startswith("the program finished after 3 of 10 training iterations")
     assert result.returncode == 0
 
 
@@ -217,7 +217,7 @@ def test_clip_evidence_comes_from_a_finite_step_and_output_file(runs):
     assert runs["overflow"].stdout == ""
     report = json.loads(runs["overflow-file"])
     run = report["run"]
-    assert run["outcome"].startswith("the program finished after 12 optimizer steps"), run["outcome"]
+    assert run["outcome"].startswith("the program finished after 12 training iterations"), run["outcome"]
     assert run["scaler"]["skipped_steps"] >= 1  # the first steps overflowed and were skipped
     clip = _verdicts(report)[("DTL303", 15)]
     assert clip["verdict"] == "confirmed"
@@ -232,7 +232,7 @@ def test_program_failing_on_its_own_exits_1_with_progress_lines(runs):
     assert "before running any Python code" not in result.stdout
     assert "the following arguments are required: --lr" in result.stdout
     assert "nothing seen at run time" not in result.stdout and "maps to no rule" in result.stdout
-    assert "dtype-lint confirm: 1s, optimizer step 0 of 3" in result.stderr
+    assert "dtype-lint confirm: 1s, iteration 0 of 3" in result.stderr
     assert result.returncode == 1
 
 

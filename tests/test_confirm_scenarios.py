@@ -133,7 +133,7 @@ def test_torchrun_two_ranks_rank_dependent_dtype():
     assert evidence[0]["ranks"] == [0, 1]
     assert evidence[0]["detail"]["dtypes"] == {"0": ["float64"], "1": ["float32"]}
     for row in rows:
-        if row["code"] == "DTL703":
+        if row["code"] == "DTL703" and row["verdict"] != "runtime-only":
             assert row["verdict"] == "confirmed"
 
 

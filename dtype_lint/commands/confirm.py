@@ -2,7 +2,8 @@
 
 Exit 1 when any defect was seen (a confirmed finding, a runtime-only one, or the program failing
 on its own: a non-zero exit, a signal, an uncaught exception), 0 when none was, 2 when the
-program could not be started.
+program could not be started, 128 + the signal when confirm itself got SIGTERM, SIGHUP or SIGINT
+(it then stops every process the program started, removes its files and reports what it saw).
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def _seconds(text: str) -> float:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = "dtype-lint confirm [options] [--] PROGRAM [ARGS...]"
-    parser.add_argument("--steps", type=positive_int, default=3, help="optimizer steps to run, then stop (default 3)")
+    parser.add_argument("--steps", type=positive_int, default=3,
+                        help="training iterations to run, then stop: each optimizer steps at most this many times "
+                             "(default 3; the run goes on while a GradScaler has skipped every step so far)")
     parser.add_argument(
         "--timeout", type=_seconds, default=600.0, help="seconds before the run is stopped (default 600)"
     )
@@ -50,6 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", type=_codes, help="comma-separated rule codes or prefixes to enable")
     parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="findings recorded in FILE (dtype-lint check --write-baseline) are not reported, "
+                             "nor is what the run sees of them")
     parser.add_argument("--quiet", action="store_true",
                         help="do not echo the program's output or progress lines to stderr")
     parser.add_argument("-o", "--output", help="write the report to this file instead of stdout")
@@ -57,6 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _static_check(program, args):
+    """(files, findings, findings the baseline hides, settings)."""
     from dtype_lint.config import load_settings, with_overrides
     from dtype_lint.engine import check_files
     from dtype_lint.runtime.program import program_files
@@ -68,8 +75,16 @@ def _static_check(program, args):
     # the program's files as one program, as ``check`` does: a checkpoint saved in one function (or
     # file) and loaded in another is a project finding (project/)
     reports = check_files([(path, path) for path in files], settings, 1, project=True)
-    findings = [absolute(f) for report in reports for f in report.findings]
-    return files, findings
+    all_findings = [absolute(f) for report in reports for f in report.findings]
+    baseline = args.baseline or settings.baseline
+    if not baseline:
+        return files, all_findings, [], settings
+    from dtype_lint.baseline import apply_baseline
+
+    kept = {id(f) for report in apply_baseline(reports, baseline, settings).reports for f in report.findings}
+    findings = [absolute(f) for report in reports for f in report.findings if id(f) in kept]
+    hidden = [absolute(f) for report in reports for f in report.findings if id(f) not in kept]
+    return files, findings, hidden, settings
 
 
 def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[str], bool]:
@@ -98,14 +113,19 @@ def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[st
             where = f" at {display_path(path)}:{line}"
         notes.append(f"rank {record.get('rank', 0)} raised {record['message']}{where}")
     took = f"{result.seconds:.1f}s"
+    if result.interrupted:
+        import signal
+
+        return (f"confirm was stopped by {signal.Signals(result.interrupted).name} after {took}, and stopped the "
+                "program with every process it started; verdicts use what was seen until then"), notes, False
     if result.timed_out:
         return f"timed out after {took}; verdicts use what was seen until then", notes, True
     if summary.stopped:
         return f"{summary.stopped} ({took})", notes, False
     if result.returncode == 0:
         if summary.steps_run >= steps:
-            return f"the program finished after {summary.steps_run} optimizer steps ({took})", notes, False
-        return f"the program finished after {summary.steps_run} of {steps} optimizer steps ({took})", notes, False
+            return f"the program finished after {summary.steps_run} training iterations ({took})", notes, False
+        return f"the program finished after {summary.steps_run} of {steps} training iterations ({took})", notes, False
     if (result.returncode or 0) < 0:
         return f"the program was killed (signal {-result.returncode}) after {took}", notes, True
     if summary.terminated:
@@ -156,13 +176,13 @@ def _run(args: argparse.Namespace, out) -> int:
     from dtype_lint.errors import UsageError
     from dtype_lint.runtime.launch import RunResult, run_program
     from dtype_lint.runtime.program import parse_command
-    from dtype_lint.runtime.verdicts import decide
+    from dtype_lint.runtime.verdicts import decide, drop_ignored
 
     try:
         program = parse_command(args.program)
     except UsageError as error:
         return _cannot_start(args, " ".join(args.program), str(error), out)
-    files, findings = _static_check(program, args)
+    files, findings, hidden, settings = _static_check(program, args)
     broken = [f for f in findings if f.code == "DTL001" and f.path == program.entry]
     if broken:
         return _cannot_start(args, program.display, f"{os.path.relpath(broken[0].path)}:{broken[0].line}: "
@@ -183,10 +203,11 @@ def _run(args: argparse.Namespace, out) -> int:
     )
     if result.start_error:
         return _cannot_start(args, program.display, result.start_error, out, findings)
-    verdicts, runtime_only, summary = decide(findings, result.records)
+    verdicts, runtime_only, summary = decide(findings, result.records, hidden)
+    runtime_only = drop_ignored(runtime_only, settings)
     if summary.start_errors:
         return _cannot_start(args, program.display, summary.start_errors[0], out, findings)
-    if summary.processes == 0:
+    if summary.processes == 0 and not result.interrupted:
         reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
         if summary.companion_errors:
             reason = f"the companion could not start in the program: {summary.companion_errors[0]}"
@@ -226,8 +247,17 @@ def _run(args: argparse.Namespace, out) -> int:
         "show_tail": show_tail and not summary.exceptions and not runtime_only
         and not any(v.evidence for v in verdicts),
         "steps_run": summary.steps_run,
-        "failed": bool(summary.exceptions) or (result.returncode not in (0, None) and not result.timed_out),
+        "failed": bool(summary.exceptions)
+        or (result.returncode not in (0, None) and not result.timed_out and not result.interrupted),
     }
+    if result.interrupted:
+        # What was seen is still reported; the exit status says confirm was stopped (128 + signal).
+        try:
+            RENDERERS[args.format](run_info, verdicts, runtime_only, out)
+            out.flush()
+        except OSError:
+            pass  # SIGHUP: the terminal may be gone
+        return 128 + result.interrupted
     RENDERERS[args.format](run_info, verdicts, runtime_only, out)
     return 1 if _defect_seen(result, summary, verdicts, runtime_only) else 0
 

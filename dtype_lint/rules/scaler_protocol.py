@@ -8,11 +8,14 @@ run several times. A scaler constructed with a literal ``enabled=False`` is a no
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import libcst as cst
 
 from dtype_lint.facts import precision_sources
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Event, Kind, ScalerFacts
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -463,10 +466,52 @@ class ScalerStateMachine(_ScalerRule):
                 yield step, backward
 
 
+# In-place updates a hand-written optimizer makes from ``.grad`` (``p.data.add_(p.grad, alpha=-lr)``).
+_IN_PLACE_UPDATES = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
+
+
+def _reads_grad(node: cst.CSTNode) -> bool:
+    """``node`` reads some ``x.grad`` and takes no loss scale into account (``/ scaler.get_scale()``)."""
+    reads = False
+    for child in walk(node):
+        if isinstance(child, cst.Attribute):
+            if child.attr.value == "grad":
+                reads = True
+            elif "scale" in child.attr.value:
+                return False
+        elif isinstance(child, cst.Name) and "scale" in child.value:
+            return False
+    return reads
+
+
+def _hand_updates(region: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Statements of ``region`` (not of functions defined in it) that update a tensor in place from
+    a ``.grad``: ``p -= lr * p.grad``, ``p.data = p.data - lr * p.grad``, ``p.add_(p.grad, ...)``."""
+    for node in walk(region):
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.SubtractAssign, cst.AddAssign)):
+            if _reads_grad(node.value):
+                yield node
+        elif isinstance(node, cst.Assign) and any(
+            isinstance(target.target, cst.Attribute) and target.target.attr.value == "data" for target in node.targets
+        ):
+            if _reads_grad(node.value):
+                yield node
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _IN_PLACE_UPDATES
+            and any(_reads_grad(arg.value) for arg in node.args)
+        ):
+            yield node
+
+
 class StepBypassesScaler(_ScalerRule):
     """## What it does
     Flags `optimizer.step()` after `scaler.scale(loss).backward()` when that optimizer is never
-    stepped through `scaler.step(optimizer)` in the iteration.
+    stepped through `scaler.step(optimizer)` in the iteration. Also a scaled backward whose
+    gradients a hand-written update uses (`p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`)
+    in a function that never unscales them (no `scaler.unscale_`, no `scaler.step`, no optimizer
+    step, and the update does not divide by `scaler.get_scale()`).
 
     ## Why is this bad?
     The gradients are still multiplied by the loss scale (65536 at the start): the optimizer applies
@@ -480,6 +525,12 @@ class StepBypassesScaler(_ScalerRule):
     optimizer.step()
     ```
 
+    ```python
+    scaler.scale(loss).backward()
+    for p in model.parameters():
+        p.data -= lr * p.grad
+    ```
+
     ## Use instead
     ```python
     scaler.scale(loss).backward()
@@ -488,7 +539,7 @@ class StepBypassesScaler(_ScalerRule):
     ```
 
     ## Fix safety
-    Unsafe: `optimizer.step()` becomes `scaler.step(optimizer)`, and `scaler.update()` is added after
+    The hand-written update has no fix. Unsafe: `optimizer.step()` becomes `scaler.step(optimizer)`, and `scaler.update()` is added after
     it when the iteration has none. Steps with inf/NaN gradients are then skipped, which changes the
     training trajectory.
     """
@@ -497,9 +548,10 @@ class StepBypassesScaler(_ScalerRule):
     name = "step-bypasses-scaler"
     summary = "Optimizer stepped directly after a scaled backward"
     fix_safety = Safety.UNSAFE
-    # Needs ``<scaler>.scale(loss)`` (the attribute "scale"), its ``.backward()`` and an ``opt.step()``.
+    # Needs ``<scaler>.scale(loss)`` (the attribute "scale"), its ``.backward()`` and an ``opt.step()``
+    # or a hand-written update from ``.grad``.
     triggers = (exact_word("scale"),)
-    required_triggers = ((exact_word("backward"),), (exact_word("step"),), SCALER_TRIGGERS)
+    required_triggers = ((exact_word("backward"),), (exact_word("step"), exact_word("grad")), SCALER_TRIGGERS)
     valid = (
         "for x in loader:\n    scaler.scale(model(x)).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"
         "    lr_scheduler.step()\n",
@@ -508,6 +560,10 @@ class StepBypassesScaler(_ScalerRule):
         "for x in loader:\n    loss.backward()\n    optimizer.step()\n",
         "import torch\nscaler = torch.amp.GradScaler(enabled=False)\nfor x in loader:\n    scaler.scale(loss).backward()\n"
         "    optimizer.step()\n",
+        "for x in loader:\n    scaler.scale(loss).backward()\n    for p in params:\n"
+        "        p.data -= lr * p.grad / scaler.get_scale()\n    scaler.update()\n",
+        "for x in loader:\n    scaler.scale(loss).backward()\n    scaler.unscale_(optimizer)\n    for p in params:\n"
+        "        p.data.add_(p.grad, alpha=-lr)\n",
     )
     invalid = (
         Invalid(
@@ -533,12 +589,45 @@ class StepBypassesScaler(_ScalerRule):
             fixed="for x in loader:\n    scaler.scale(loss_g + loss_d).backward()\n    scaler.step(opt_g)\n"
             "    scaler.step(opt_d)\n    scaler.update()\n",
         ),
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
+            "    with torch.no_grad():\n        for p in model.parameters():\n            p -= lr * p.grad\n"
+            "            p.grad = None\n",
+        ),
     )
 
     def check(self, facts: ScalerFacts) -> None:
         for event in facts.events:
             if event.kind is Kind.OPTIMIZER_STEP and facts.is_optimizer(event.optimizer):
                 self._check_step(facts, event)
+            elif event.kind is Kind.SCALED_BACKWARD and not facts.is_disabled(event.scaler):
+                self._check_hand_update(facts, event)
+
+    def _check_hand_update(self, facts: ScalerFacts, backward: Event) -> None:
+        """A scaled backward whose gradients a hand-written update uses, with nothing unscaling them."""
+        function_events = facts.iteration(backward, None, through_calls=True)
+        if any(
+            (event.kind in (Kind.STEP, Kind.UNSCALE) and event.scaler == backward.scaler)
+            or event.kind is Kind.OPTIMIZER_STEP
+            for event in function_events
+        ):
+            return  # the gradients reach an optimizer (the other check judges how)
+        region = backward.loop or backward.function or facts.module
+        if region is None:
+            return
+        update = next(_hand_updates(region), None)
+        if update is None:
+            return
+        line = self.ctx.position(update).start.line
+        self.report(
+            backward.call,
+            f"the gradients of this scaled backward are used by the hand-written update on line {line} while "
+            f"still multiplied by the loss scale of {facts.describe(backward.scaler)}: nothing unscales them "
+            f"(no `{backward.scaler}.unscale_`/`{backward.scaler}.step`), so each update is about 65536 times "
+            f"too large and steps with inf/NaN gradients are not skipped; step a torch.optim optimizer "
+            f"through `{backward.scaler}.step(...)`, or divide by `{backward.scaler}.get_scale()`",
+            confidence=Confidence.HIGH,
+        )
 
     def _check_step(self, facts: ScalerFacts, step: Event) -> None:
         # The iteration: the innermost loop with a scaled backward before the step (nanoGPT's

@@ -77,7 +77,7 @@ def _install(config: dict, recorder, argv: list[str]) -> None:
     _track_autocast_dtypes(state, torch)
     torch.set_anomaly_enabled(True, True)  # NaN in backward raises, with the forward trace (m16)
     observer.Observer(state).__enter__()  # stays on for the life of the process
-    atexit.register(lambda: recorder.write({"kind": "exit"}))
+    atexit.register(lambda: (state.end(), recorder.write({"kind": "exit"})))
     reach.install(config.get("flagged") or {}, recorder)
 
 

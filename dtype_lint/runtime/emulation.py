@@ -282,15 +282,29 @@ def _patch_autocast(state: State) -> None:
 
 
 def _patch_grad_scaler(state: State) -> None:
+    """A CUDA GradScaler runs on the CPU, enabled as asked, once the program uses CUDA.
+
+    torch disables a CUDA GradScaler when CUDA is not there ("GradScaler is enabled, but CUDA is
+    not available.  Disabling."): a program that never touches CUDA (nanoGPT's ``--device=cpu``)
+    trains without loss scaling on a CPU-only machine, and must under the emulation too. Whether
+    it used CUDA is known at its first ``scale()``, not at construction (accelerate builds its
+    scaler before it moves the model).
+    """
     scaler = torch.amp.grad_scaler.GradScaler
-    original_init = scaler.__init__
+    original_init, original_scale = scaler.__init__, scaler.scale
 
     def __init__(self, device="cuda", *args, **kwargs):
-        if is_cuda(device):
-            state.note_cuda_used()
+        self._dtl_cuda_unsettled = is_cuda(device)
         original_init(self, _cpu(device), *args, **kwargs)
 
-    scaler.__init__ = __init__
+    def scale(self, outputs):
+        if self.__dict__.pop("_dtl_cuda_unsettled", False) and self._enabled and not state.cuda_used:
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                          stacklevel=3)  # torch's own words, at the user's line (through hooks.py)
+            self._enabled = False
+        return original_scale(self, outputs)
+
+    scaler.__init__, scaler.scale = __init__, scale
 
 
 def _patch_distributed() -> None:

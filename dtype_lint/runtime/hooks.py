@@ -34,6 +34,10 @@ def _dtype_in(args, kwargs):
 
 
 def install(state: State) -> None:
+    from dtype_lint.runtime.scaled import ScaledGradients
+
+    state.scaled = ScaledGradients()
+    state.on_end.append(lambda: check_hand_updates(state))  # the last iteration's hand update
     _hook_scaler(state)
     _hook_optimizer(state)
     _hook_clipping(state)
@@ -48,17 +52,62 @@ def install(state: State) -> None:
 
 # -- GradScaler --------------------------------------------------------------------------------
 def _scaler_info(scaler) -> dict:
-    info = scaler.__dict__.setdefault("_dtl", {"scaled": False, "unscaled": False, "scale_site": None})
-    return info
+    # "unscaled": ids of the optimizers unscale_() ran for since the last update().
+    return scaler.__dict__.setdefault("_dtl", {"unscaled": set(), "scale_site": None})
+
+
+def _params(optimizer) -> list:
+    return [param for group in optimizer.param_groups for param in group["params"]]
 
 
 def _grad_dtypes(optimizer) -> list:
     seen = []
-    for group in optimizer.param_groups:
-        for param in group["params"]:
-            if param.grad is not None and param.grad.dtype not in seen:
-                seen.append(param.grad.dtype)
+    for param in _params(optimizer):
+        if param.grad is not None and param.grad.dtype not in seen:
+            seen.append(param.grad.dtype)
     return seen
+
+
+def check_hand_updates(state: State) -> None:
+    """Parameters updated by hand from gradients still multiplied by the loss scale (no optimizer
+    stepped them, no unscale_ ran): checked at the next scaled loss and when the process ends."""
+    if state.scaled is None or not state.scaled.marks:
+        return
+    for mark in state.scaled.moved_against_gradient():
+        state.weights_broken = True
+        for origin in mark.origins[:1]:
+            if origin not in state.nonfinite_origins and len(state.nonfinite_origins) < 16:
+                state.nonfinite_origins.append(origin)
+        state.recorder.claim(
+            "update-from-scaled-gradients",
+            ("DTL305",),
+            f"a {_short(mark.values.dtype)} parameter was updated from its gradient while the gradient was still "
+            f"multiplied by the loss scale {mark.scale:g} (no unscale_, no scaler.step()): every update is "
+            f"{mark.scale:g}x too large and steps with inf/NaN gradients are not skipped",
+            [],
+            origins=mark.origins,
+            detail={"scale": mark.scale},
+            key="update-from-scaled-gradients",
+        )
+
+
+def _check_loss(state: State, loss) -> None:
+    """A loss already inf/NaN before scaling: no loss scale can save that step (forward overflow)."""
+    if loss.is_floating_point() and not bool(torch.isfinite(loss).all()):
+        state.nonfinite_loss = True
+        if state.weights_broken:
+            return  # it descends from weights an earlier claim already saw go bad
+        kind = "NaN" if bool(torch.isnan(loss).any()) else "inf"
+        state.recorder.claim(
+            "nonfinite-loss",
+            messages.OVERFLOW_CODES,
+            f"the loss given to GradScaler.scale() was {kind} ({_short(loss.dtype)}) before any scaling: the "
+            "forward pass overflowed, and the scaler skips every step where it does",
+            state.recorder.user_stack(),
+            origins=state.origins() + state.nonfinite_origins,
+            detail={"dtype": _short(loss.dtype), "value": kind},
+            key="nonfinite-loss",
+        )
 
 
 def _hook_scaler(state: State) -> None:
@@ -76,13 +125,19 @@ def _hook_scaler(state: State) -> None:
 
     @functools.wraps(scale)
     def hooked_scale(self, outputs):
-        if self.is_enabled():
-            info = _scaler_info(self)
-            info["scaled"], info["unscaled"] = True, False
-            info["scale_site"] = recorder.site()
-            if info["scale_site"] and info["scale_site"] not in state.scaler_sites and len(state.scaler_sites) < 16:
-                state.scaler_sites.append(info["scale_site"])
-        return scale(self, outputs)
+        scaled = scale(self, outputs)  # first: the emulation settles there whether a CUDA scaler is on
+        if not self.is_enabled():
+            return scaled
+        info = _scaler_info(self)
+        info["scale_site"] = site = recorder.site()
+        if site and site not in state.scaler_sites and len(state.scaler_sites) < 16:
+            state.scaler_sites.append(site)
+        check_hand_updates(state)  # the previous scaled gradients: did a hand-written update use them?
+        if isinstance(outputs, torch.Tensor):
+            _check_loss(state, outputs)
+        if isinstance(scaled, torch.Tensor):
+            scaled._dtl_scaler = self  # its backward writes scaled gradients (see _hook_backward)
+        return scaled
 
     def check_grads(scaler, optimizer):
         """What the scaler is about to unscale (fused optimizers unscale inside their step)."""
@@ -92,14 +147,13 @@ def _hook_scaler(state: State) -> None:
         if optimizer_site and optimizer_site not in state.scaler_sites and len(state.scaler_sites) < 16:
             state.scaler_sites.append(optimizer_site)  # explains "Attempting to unscale FP16 gradients."
         origins = [site for site in (info.get("origin"), info.get("scale_site"), optimizer_site) if site]
-        stack = recorder.user_stack()
         if torch.bfloat16 in dtypes:
             recorder.claim(
                 "scaler-bf16-grads",
                 ("DTL301",),
                 "GradScaler unscaled bfloat16 gradients (on CUDA this raises "
                 "'_amp_foreach_non_finite_check_and_unscale_cuda not implemented for BFloat16')",
-                stack,
+                recorder.user_stack(),
                 origins=origins,
                 detail={"grad_dtypes": [_short(d) for d in dtypes]},
                 key="scaler-bf16-grads",
@@ -115,29 +169,35 @@ def _hook_scaler(state: State) -> None:
                 ("DTL307", "DTL301"),
                 f"GradScaler unscaled only {', '.join(_short(d) for d in dtypes)} gradients and no float16 "
                 f"autocast ran (autocast dtypes seen: {', '.join(seen)}): the scaler protects nothing",
-                stack,
+                recorder.user_stack(),
                 origins=origins,
                 detail={"grad_dtypes": [_short(d) for d in dtypes], "autocast_dtypes": seen},
                 key="scaler-without-fp16",
             )
 
+    def unscaled(self, optimizer):
+        _scaler_info(self)["unscaled"].add(id(optimizer))
+        state.scaled.clear(_params(optimizer))
+
     @functools.wraps(unscale_)
     def hooked_unscale(self, optimizer):
         if self.is_enabled():
             check_grads(self, optimizer)
-            _scaler_info(self)["unscaled"] = True
+            unscaled(self, optimizer)
         return unscale_(self, optimizer)
 
     @functools.wraps(step)
     def hooked_step(self, optimizer, *args, **kwargs):
-        state.count_step()
-        if self.is_enabled() and not _scaler_info(self)["unscaled"]:
+        state.count_step(optimizer)
+        if self.is_enabled() and id(optimizer) not in _scaler_info(self)["unscaled"]:
             check_grads(self, optimizer)
         state.in_scaler_step = True
         try:
             return step(self, optimizer, *args, **kwargs)
         finally:
             state.in_scaler_step = False
+            if self.is_enabled():
+                unscaled(self, optimizer)  # also when a subclass unscales without unscale_()
 
     @functools.wraps(update)
     def hooked_update(self, new_scale=None):
@@ -146,28 +206,46 @@ def _hook_scaler(state: State) -> None:
         try:
             return update(self, new_scale)
         finally:
-            info["scaled"] = info["unscaled"] = False
+            info["unscaled"] = set()
             if before is not None and new_scale is None:
                 after = float(self.get_scale())
                 # The scale backs off exactly when the step was skipped for inf/NaN gradients.
-                recorder.write({"kind": "scaler-update", "scale": before, "new_scale": after,
-                                "skipped": after < before})
+                skipped = after < before
+                state.note_scaler_update(skipped, after)
+                recorder.write({"kind": "scaler-update", "scale": before, "new_scale": after, "skipped": skipped,
+                                "stack": recorder.user_stack(),
+                                "origins": [site for site in (info.get("scale_site"), info.get("origin")) if site]})
 
     scaler_cls.__init__, scaler_cls.scale, scaler_cls.unscale_ = hooked_init, hooked_scale, hooked_unscale
     scaler_cls.step, scaler_cls.update = hooked_step, hooked_update
 
 
-def _pending_scalers(state: State) -> list:
-    """Enabled scalers whose scaled gradients have not been unscaled yet."""
-    pending = []
-    for scaler in list(state.scalers):
-        info = _scaler_info(scaler)
-        if scaler.is_enabled() and info["scaled"] and not info["unscaled"]:
-            pending.append((scaler, info))
-    return pending
-
-
 # -- optimizers ---------------------------------------------------------------------------------
+# Parameter dtypes whose largest magnitude torch._foreach_norm gives exactly (it reaches float64
+# values above float32's range as inf).
+_FOREACH_CHECKED = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _nonfinite_params(optimizer) -> list:
+    """(parameter, group) pairs holding inf/NaN after a step: one fused max-magnitude pass and one
+    sync for the usual dtypes, not two ops per parameter."""
+    fused, single = [], []
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if not param.is_floating_point() or param.numel() == 0:
+                continue
+            fits = param.dtype in _FOREACH_CHECKED and param.layout == torch.strided
+            (fused if fits else single).append((param, group))
+    bad = []
+    with torch.no_grad():
+        if fused:
+            largest = torch._foreach_norm([param for param, _group in fused], float("inf"), dtype=torch.float64)
+            if not bool(torch.stack(largest).isfinite().all()):
+                bad = [pair for pair, value in zip(fused, largest) if not bool(torch.isfinite(value))]
+        bad += [(param, group) for param, group in single if not bool(torch.isfinite(param).all())]
+    return bad
+
+
 def _hook_optimizer(state: State) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -178,38 +256,40 @@ def _hook_optimizer(state: State) -> None:
     def hooked_init(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
         self.__dict__["_dtl_origin"] = recorder.site()
+        silent.on_init(self)
 
     torch.optim.Optimizer.__init__ = hooked_init
 
     def pre_hook(optimizer, args, kwargs):
         if not state.in_scaler_step:
-            state.count_step()
+            state.count_step(optimizer)
         silent.before_step(state, optimizer)
         if state.in_scaler_step:
             return
-        for scaler, info in _pending_scalers(state):
-            stack = recorder.user_stack()
-            if stack and stack[0] not in state.scaler_sites and len(state.scaler_sites) < 16:
-                state.scaler_sites.append(stack[0])
-            scale = float(scaler.get_scale())
-            recorder.claim(
-                "step-bypasses-scaler",
-                ("DTL305",),
-                f"optimizer.step() ran on gradients still multiplied by the loss scale {scale:g}, "
-                "not through scaler.step(): no unscale, no inf/NaN skip",
-                stack,
-                origins=[site for site in (info.get("scale_site"), info.get("origin")) if site],
-                detail={"scale": scale},
-                key="step-bypasses-scaler",
-            )
+        params = _params(optimizer)
+        marks = state.scaled.live(params)
+        if not marks:
+            return
+        state.scaled.clear(params)
+        optimizer.__dict__["_dtl_bypassed"] = True
+        stack = recorder.user_stack()
+        if stack and stack[0] not in state.scaler_sites and len(state.scaler_sites) < 16:
+            state.scaler_sites.append(stack[0])
+        scale = marks[0].scale
+        recorder.claim(
+            "step-bypasses-scaler",
+            ("DTL305",),
+            f"{type(optimizer).__name__}.step() ran on gradients still multiplied by the loss scale {scale:g}, "
+            f"not through scaler.step(): its update is {scale:g}x too large, with no inf/NaN skip",
+            stack,
+            origins=marks[0].origins,
+            detail={"scale": scale, "optimizer": type(optimizer).__name__},
+            key=("step-bypasses-scaler", id(optimizer)),
+        )
 
     def post_hook(optimizer, args, kwargs):
         silent.after_step(state, optimizer)
-        bad = []
-        for group in optimizer.param_groups:
-            for param in group["params"]:
-                if param.is_floating_point() and not bool(torch.isfinite(param).all()):
-                    bad.append((param, group))
+        bad = _nonfinite_params(optimizer)
         if not bad:
             return
         param, group = bad[0]
@@ -217,15 +297,30 @@ def _hook_optimizer(state: State) -> None:
         if origin and origin not in state.nonfinite_origins:
             state.nonfinite_origins.append(origin)
         eps = group.get("eps")
+        tiny = torch.finfo(param.dtype).tiny
+        # The rule the run's own evidence points at: a step on still-scaled gradients, an eps that
+        # vanishes in the parameters' dtype, half weights, float16 autocast with no loss scaling.
+        if optimizer.__dict__.get("_dtl_bypassed"):
+            code = "DTL305"
+        elif isinstance(eps, float) and 0 < eps < tiny:
+            code = "DTL404"
+        elif param.dtype in LOW_PRECISION:
+            code = "DTL401"
+        elif torch.float16 in state.autocast_dtypes_seen and not any(s.is_enabled() for s in list(state.scalers)):
+            code = "DTL208"
+        else:
+            code = None
+        state.weights_broken = True
         recorder.claim(
             "nonfinite-params",
-            ("DTL404", "DTL401", "DTL403", "DTL305", "DTL505"),
+            ("DTL404", "DTL401", "DTL403", "DTL305", "DTL505", "DTL208", "DTL503"),
             f"{type(optimizer).__name__}.step() left {len(bad)} parameter tensor(s) with inf/NaN "
             f"({_short(param.dtype)}" + (f", eps={eps:g}" if isinstance(eps, float) else "") + ")",
             recorder.user_stack(),
             origins=([origin] if origin else []) + state.origins(),
             detail={"dtype": _short(param.dtype), "eps": eps, "optimizer": type(optimizer).__name__},
             key=("nonfinite-params", id(optimizer)),
+            code=code,
         )
 
     register_optimizer_step_pre_hook(pre_hook)
@@ -246,12 +341,15 @@ def _hook_clipping(state: State) -> None:
             parameters = [parameters]
         else:
             parameters = list(parameters)
+        marks = state.scaled.live(parameters)
         norm = original(parameters, max_norm, *args, **kwargs)
+        for mark in marks:
+            mark.refresh()  # clipping scales the gradients in place: still the scaled ones
         seen = float(norm)
         if not math.isfinite(seen):
             return norm  # an overflow step the scaler will skip: evidence needs finite gradients
-        for scaler, _info in _pending_scalers(state):
-            scale = float(scaler.get_scale())
+        if marks:
+            scale = marks[0].scale
             recorder.claim(
                 "clip-before-unscale",
                 ("DTL303",),
@@ -273,6 +371,16 @@ def _hook_backward(state: State) -> None:
 
     @functools.wraps(original)
     def backward(self, *args, **kwargs):
+        if state.in_backward:
+            # torch dispatches Tensor.backward once more through the observer's mode: checked once
+            return original(self, *args, **kwargs)
+        state.in_backward = True
+        try:
+            return checked_backward(self, args, kwargs)
+        finally:
+            state.in_backward = False
+
+    def checked_backward(self, args, kwargs):
         if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
             stack = recorder.user_stack()
             if stack:
@@ -282,14 +390,23 @@ def _hook_backward(state: State) -> None:
                     "backward() ran with autocast still enabled",
                     stack,
                 )
-        if _pending_scalers(state) and torch.is_anomaly_check_nan_enabled():
+        scaler = getattr(self, "_dtl_scaler", None)
+        if scaler is None:
+            return original(self, *args, **kwargs)
+        prepared = state.scaled.before_backward(self)
+        check_nan = torch.is_anomaly_check_nan_enabled()
+        if check_nan:
             # A scaled loss: inf/NaN gradients are the GradScaler's to find and skip, not an error.
             torch.set_anomaly_enabled(True, False)
-            try:
-                return original(self, *args, **kwargs)
-            finally:
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            if check_nan:
                 torch.set_anomaly_enabled(True, True)
-        return original(self, *args, **kwargs)
+        info = _scaler_info(scaler)
+        origins = [site for site in (info.get("scale_site"), info.get("origin")) if site]
+        state.scaled.after_backward(prepared, float(scaler.get_scale()), origins)
+        return result
 
     torch.Tensor.backward = backward
 
@@ -484,6 +601,7 @@ def record_exception(state: State, error: BaseException) -> None:
         origins=origins,
         detail={"family": family.label, "exception": type(error).__name__},
         key=("exception", first_line),
+        code=messages.primary_code(family, text),
     )
 
 
@@ -548,6 +666,7 @@ def _hook_signals(state: State) -> None:
         return
 
     def on_term(signum, frame):
+        state.end()
         state.recorder.write({"kind": "terminated", "signal": signal.Signals(signum).name})
         signal.signal(signum, signal.SIG_DFL)
         signal.raise_signal(signum)

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from dtype_lint.runtime import protocol
+from dtype_lint.runtime import processes, protocol
 from dtype_lint.runtime.program import Program
 
 # After a timeout: how long the program gets to die from SIGTERM before SIGKILL.
@@ -37,6 +37,7 @@ class RunResult:
     output_tail: list[str]
     start_error: str | None = None
     aborts: list[str] = dataclasses.field(default_factory=list)  # C++ ``what():`` messages
+    interrupted: int | None = None  # the signal that stopped confirm itself (SIGTERM, SIGHUP, SIGINT)
 
 
 # C++ aborts (a gloo enforce failing in one rank) never reach Python's excepthook: their
@@ -60,21 +61,34 @@ def _pump(stream, tail: collections.deque, echo, aborts: list) -> None:
     stream.close()
 
 
-def _kill_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+class Interrupted(Exception):
+    """confirm itself got SIGTERM, SIGHUP or SIGINT while the program ran."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _kill_recorded(records: list[dict[str, Any]], sig: int) -> None:
-    """Ranks a launcher put in their own sessions: the companion recorded their pids at start."""
-    for record in records:
-        if record.get("kind") == "start" and isinstance(record.get("pid"), int):
-            try:
-                os.kill(record["pid"], sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+STOP_SIGNALS = tuple(sig for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None), signal.SIGINT) if sig)
+
+
+def _on_stop_signal(signum, frame):
+    for sig in STOP_SIGNALS:  # the first signal wins; cleanup is not interrupted by the next
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def _catch_stop_signals() -> dict:
+    """Turn confirm's own stop signals into Interrupted (main thread only): the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _on_stop_signal) for sig in STOP_SIGNALS}
+
+
+def _recorded_pids(evidence_dir: str) -> list[int]:
+    """The pids the companion recorded at start (ranks a launcher put in sessions of their own)."""
+    return [r["pid"] for r in protocol.read_evidence(evidence_dir)
+            if r.get("kind") == "start" and isinstance(r.get("pid"), int)]
 
 
 def _wait(process, timeout: float, started: float, evidence_dir: str, steps: int, progress) -> None:
@@ -93,7 +107,7 @@ def _wait(process, timeout: float, started: float, evidence_dir: str, steps: int
         step = max((int(r.get("step", 0)) for r in records), default=0)
         claims = sum(1 for r in records if r.get("kind") == "claim")
         ranks = len({r.get("rank") for r in records if r.get("kind") == "start"})
-        line = (f"dtype-lint confirm: {time.monotonic() - started:.0f}s, optimizer step {step} of {steps}, "
+        line = (f"dtype-lint confirm: {time.monotonic() - started:.0f}s, iteration {step} of {steps}, "
                 f"{claims} defect(s) seen so far" + (f", {ranks} ranks" if ranks > 1 else "") + "\n")
         try:
             progress.write(line)
@@ -134,6 +148,7 @@ def run_program(
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.setdefault("PYTHONUNBUFFERED", "1")
     tail: collections.deque = collections.deque(maxlen=30)
+    processes.adopt_orphans()
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -151,24 +166,29 @@ def run_program(
     pump = threading.Thread(target=_pump, args=(process.stdout, tail, echo, aborts), daemon=True)
     pump.start()
     timed_out = False
+    interrupted = None
+    previous = _catch_stop_signals()
     try:
-        _wait(process, timeout, started, evidence_dir, steps, progress)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process, signal.SIGTERM)
-        _kill_recorded(protocol.read_evidence(evidence_dir), signal.SIGTERM)
         try:
-            process.wait(timeout=TERM_GRACE_S)
+            _wait(process, timeout, started, evidence_dir, steps, progress)
         except subprocess.TimeoutExpired:
-            _kill_group(process, signal.SIGKILL)
-            _kill_recorded(protocol.read_evidence(evidence_dir), signal.SIGKILL)
-            process.wait()
-    except KeyboardInterrupt:
-        _kill_group(process, signal.SIGKILL)
-        process.wait()
-        raise
-    pump.join(timeout=5)
-    seconds = time.monotonic() - started
-    records = protocol.read_evidence(evidence_dir)
-    shutil.rmtree(workdir, ignore_errors=True)
-    return RunResult(process.returncode, timed_out, seconds, records, list(tail), aborts=aborts)
+            timed_out = True
+        except Interrupted as stop:
+            interrupted = stop.signum
+        seconds = time.monotonic() - started
+        # Also after a normal exit: what the program left running (a daemon, a worker in a session
+        # of its own) must not outlive the run, nor hold the output pipe open.
+        processes.stop_all(process, TERM_GRACE_S, _recorded_pids(evidence_dir))
+        pump.join(timeout=5)
+        records = protocol.read_evidence(evidence_dir)
+    except Interrupted as stop:  # a stop signal while cleaning up after the run
+        interrupted = stop.signum
+        processes.stop_all(process, 0.0, _recorded_pids(evidence_dir))
+        seconds = time.monotonic() - started
+        records = protocol.read_evidence(evidence_dir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return RunResult(process.returncode, timed_out, seconds, records, list(tail), aborts=aborts,
+                     interrupted=interrupted)

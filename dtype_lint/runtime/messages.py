@@ -16,6 +16,9 @@ MISMATCH_CODES = (
 )
 # Rules whose defect shows as inf or NaN appearing in low precision.
 NONFINITE_CODES = ("DTL401", "DTL404", "DTL501", "DTL502", "DTL503", "DTL504", "DTL505", "DTL507", "DTL702")
+# What a loss already inf/NaN before scaling, or a GradScaler skipping every step, speaks for:
+# something overflowed (or divided by zero) in low precision.
+OVERFLOW_CODES = ("DTL503", "DTL505", "DTL501", "DTL502", "DTL504", "DTL401", "DTL302", "DTL702")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +156,34 @@ WARNING_FAMILIES: tuple[Family, ...] = (
     ),
     Family("torch-dtype-kwarg", "F1", (r"`torch_dtype` is deprecated",), ("DTL601",)),
 )
+
+
+_LOW = r"(?:Half|BFloat16|c10::Half|c10::BFloat16|torch\.(?:cuda\.)?(?:HalfTensor|BFloat16Tensor))"
+_HIGH = r"(?:Float|float|Double|double|torch\.(?:cuda\.)?(?:FloatTensor|DoubleTensor))"
+# A module's input and its weights, in the message's order (input first): which side is low.
+_INPUT_THEN_WEIGHT = (
+    r"mat1 and mat2 must have the same dtype, but got (?P<input>\S+) and (?P<weight>\S+)",
+    r"Input type \((?P<input>[\w:.]+)\) and (?:bias|weight) type \((?P<weight>[\w:.]+)\)",
+)
+
+
+def primary_code(family: Family, text: str) -> str:
+    """The one rule a runtime-only finding of ``family`` is reported as: for a module whose input
+    and weights differ, which side is low precision (a half input into a float32 layer is DTL108,
+    a half layer given float32 is DTL101); otherwise the family's first rule."""
+    if family.name == "dtype-mismatch":
+        for pattern in _INPUT_THEN_WEIGHT:
+            match = re.search(pattern, text)
+            if match is None:
+                continue
+            given, weight = match.group("input"), match.group("weight")
+            if re.fullmatch(_LOW, given) and re.fullmatch(_HIGH, weight):
+                return "DTL108"
+            if re.fullmatch(_HIGH, given) and re.fullmatch(_LOW, weight):
+                return "DTL101"
+        if re.search(r"expected m1 and m2|expected scalar type|expected both vectors", text):
+            return "DTL107"  # two operands of one op (matmul, bmm, einsum, dot)
+    return family.codes[0]
 
 
 def classify(text: str, families: tuple[Family, ...] = FAMILIES) -> Family | None:

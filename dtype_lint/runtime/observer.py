@@ -8,6 +8,7 @@ the user's own line called the op. Frames are walked only when something is reco
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -167,9 +168,12 @@ class Observer(TorchFunctionMode):
             origins=self.state.origins(),
             detail={"op": name, "dtypes": [_short(d) for d in dtypes]},
             key=("mixed-dtype", tuple(stack[0]) if stack else None, name),
+            code="DTL107",  # two operands of one op
         )
 
     def _record_nonfinite(self, name, args, result, caller) -> None:
+        if any(isinstance(a, float) and not math.isfinite(a) for a in args):
+            return  # asked for: masked_fill(mask, float("-inf")) before a softmax
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
         if not all(bool(torch.isfinite(a).all()) for a in inputs if a.is_floating_point()):
             return  # inf/NaN came in: the line that made it is elsewhere

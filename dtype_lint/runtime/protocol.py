@@ -2,18 +2,22 @@
 
 Evidence is one JSON object per line, appended to ``<evidence_dir>/<pid>.jsonl`` as it happens, so
 a crash, a timeout or a kill loses nothing already written. Every record has ``kind``, ``rank``,
-``pid`` and ``step`` (optimizer steps completed in that process when it was written).
+``pid`` and ``step`` (training iterations started in that process when it was written: the most
+steps any one optimizer took).
 
 Record kinds:
 - ``start``: the process came up (emulated, cuda, torch version, rank, world size).
 - ``claim``: something a rule predicts was seen: ``what`` (a short kind such as
-  ``dtype-mismatch``), ``codes`` (the rules it supports), ``message``, ``stack`` (user
+  ``dtype-mismatch``), ``codes`` (the rules it supports), ``code`` (the one of them it is reported
+  as when no static finding takes it), ``message``, ``stack`` (user
   ``[path, line]`` frames, innermost first), ``origins`` (user lines that set up the state that
   made it happen: the ``model.half()`` call, the optimizer's construction) and ``detail``.
 - ``exception``: an uncaught exception that matched no message family (context, not a claim).
 - ``reach``: a flagged line ran (``path``, ``line``).
 - ``collective``: a torch.distributed call (``seq``, ``op``, ``dtypes``, ``site``); the parent
   compares ranks.
+- ``scaler-update``: a GradScaler's update(): the scale before and after, whether the step was
+  skipped for inf/NaN gradients, the user stack and the scale() line.
 - ``stop`` / ``terminated`` / ``exit`` / ``start-error``: how the process ended.
 """
 

@@ -93,8 +93,12 @@ class Recorder:
         origins: list[list] | None = None,
         detail: dict[str, Any] | None = None,
         key: Any = None,
+        code: str | None = None,
     ) -> bool:
-        """Record a claim once per ``key`` (default: what + innermost line). True if written."""
+        """Record a claim once per ``key`` (default: what + innermost line). True if written.
+
+        ``code``: the rule the claim is reported as when no static finding takes it (the run's
+        evidence picks it among ``codes``); the first of ``codes`` by default."""
         key = key if key is not None else (what, tuple(stack[0]) if stack else None)
         if key in self._seen:
             return False
@@ -103,6 +107,7 @@ class Recorder:
             {
                 "kind": "claim",
                 "what": what,
+                "code": code or codes[0],
                 "codes": list(codes),
                 "message": message,
                 "stack": stack,

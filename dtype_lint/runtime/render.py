@@ -60,7 +60,7 @@ def render_json(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
                 "column": 1,
                 "end_line": verdict.line,
                 "end_column": 1,
-                "code": None,
+                "code": verdict.code,
                 "name": verdict.what,
                 "message": claim["message"],
                 "confidence": None,
@@ -104,7 +104,8 @@ def render_text(run: dict[str, Any], verdicts: list[Verdict], runtime_only: list
         for verdict in runtime_only:
             claim = verdict.evidence[0]
             related = "/".join(verdict.related_codes[:4]) + ("/..." if len(verdict.related_codes) > 4 else "")
-            out.write(f"{display_path(verdict.path)}:{verdict.line}: {verdict.what}  RUNTIME-ONLY (like {related})\n")
+            out.write(f"{display_path(verdict.path)}:{verdict.line}: {verdict.code} {verdict.what}  RUNTIME-ONLY"
+                      f" (like {related})\n")
             out.write(f"    {claim['message']} ({_where(claim)})\n")
     counts: dict[str, int] = {}
     for verdict in verdicts + runtime_only:
@@ -128,6 +129,7 @@ def render_sarif(run: dict[str, Any], verdicts: list[Verdict], runtime_only: lis
     reports = [FileReport(path, findings, lines=_lines(path)) for path, findings in sorted(by_path.items())]
     log = sarif_log(reports)
     sarif_run = log["runs"][0]
+    rule_index = {rule["id"]: index for index, rule in enumerate(sarif_run["tool"]["driver"]["rules"])}
     # sarif_log orders results as Finding.sort_key does.
     ordered = sorted(verdicts, key=lambda verdict: verdict.finding.sort_key())
     for result, verdict in zip(sarif_run["results"], ordered):
@@ -142,6 +144,8 @@ def render_sarif(run: dict[str, Any], verdicts: list[Verdict], runtime_only: lis
         claim = verdict.evidence[0]
         sarif_run["results"].append(
             {
+                "ruleId": verdict.code,
+                **({"ruleIndex": rule_index[verdict.code]} if verdict.code in rule_index else {}),
                 "level": "warning",
                 "message": {"text": f"Seen at run time with no static finding ({verdict.what}): {claim['message']}"},
                 "locations": [

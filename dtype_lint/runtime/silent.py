@@ -4,7 +4,8 @@
   away in the denominator, so Adam-family updates blow up for small second moments;
 - updates rounded to zero: parameters with non-zero gradients that two steps left unchanged,
   because ``lr * update`` is below the dtype's spacing at the weights' magnitude;
-- the trained parameters changing dtype between steps (a mid-run ``model.float()`` / ``.half()``).
+- the trained parameters changing dtype under a live optimizer: between two steps, or between
+  its construction and its first step (an ``evaluate(model)`` that casts at iteration 0).
 
 The checks look only at float16/bfloat16 parameters, and the update check at a bounded sample
 of them, so a float32 run pays one dtype scan per step.
@@ -35,11 +36,18 @@ def _params(optimizer):
             yield group, param
 
 
+def on_init(optimizer) -> None:
+    """The dtypes the optimizer was built for: a cast before its first step changes them too."""
+    info = optimizer.__dict__.setdefault("_dtl_silent", {"dtypes": None, "snapshot": None})
+    info["dtypes"] = tuple(param.dtype for _group, param in _params(optimizer))
+
+
 def before_step(state: State, optimizer) -> None:
     info = optimizer.__dict__.setdefault("_dtl_silent", {"dtypes": None, "snapshot": None})
     dtypes = tuple(param.dtype for _group, param in _params(optimizer))
     if info["dtypes"] is not None and dtypes != info["dtypes"]:
-        _claim_dtype_change(state, optimizer, info["dtypes"], dtypes)
+        _claim_dtype_change(state, optimizer, info["dtypes"], dtypes, first=not info.get("stepped"))
+    info["stepped"] = True
     info["dtypes"] = dtypes
     if not any(dtype in LOW_PRECISION for dtype in dtypes):
         info["snapshot"] = None
@@ -119,14 +127,20 @@ def _check_eps(state: State, optimizer) -> None:
                 return
 
 
-def _claim_dtype_change(state: State, optimizer, before: tuple, after: tuple) -> None:
+def _claim_dtype_change(state: State, optimizer, before: tuple, after: tuple, first: bool) -> None:
+    # Parameter groups added later (add_param_group) extend the tuple: only shared positions count.
     changed = sorted({f"{_short(a)} -> {_short(b)}" for a, b in zip(before, after) if a != b})
+    if not changed:
+        return
     recorder = state.recorder
+    when = ("after it was built, before its first step" if first else "between steps")
+    consequence = ("training goes on in the new dtype, not the one the optimizer was built for" if first
+                   else "its state (momentum, variance) keeps the old dtype")
     recorder.claim(
         "param-dtype-changed",
-        ("DTL403",),
-        f"the parameters {type(optimizer).__name__} trains changed dtype between steps ({', '.join(changed)}); "
-        "its state (momentum, variance) keeps the old dtype",
+        ("DTL403", "DTL405"),
+        f"the parameters {type(optimizer).__name__} trains changed dtype {when} ({', '.join(changed)}): "
+        f"{consequence}",
         recorder.user_stack(),
         origins=state.casts_of(param for _group, param in _params(optimizer)),
         detail={"changes": changed},

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from dtype_lint.findings import Finding
+from dtype_lint.runtime.messages import OVERFLOW_CODES
 
 CONFIRMED = "confirmed"
 NOT_REPRODUCED = "not reproduced"
@@ -49,6 +50,7 @@ class Verdict:
     line: int = 0
     what: str = ""
     related_codes: tuple[str, ...] = ()
+    code: str = ""  # the rule a runtime-only finding is reported as (SARIF, --ignore, noqa)
 
 
 @dataclasses.dataclass
@@ -65,7 +67,7 @@ class RunSummary:
     scaler_updates: int = 0
     skipped_steps: int = 0
     scales: tuple[float, float] | None = None  # first and last loss scale seen
-    steps_run: int = 0  # optimizer steps started (the most on any rank)
+    steps_run: int = 0  # training iterations started (the most on any rank)
     cuda_used: bool = False  # the emulation mapped something of CUDA's
 
 
@@ -185,6 +187,37 @@ def collective_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return claims
 
 
+def skipped_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranks on which a GradScaler skipped every step for inf/NaN gradients: no optimizer step took
+    effect (the companion runs on past --steps while the scale backs off, so a skip that backing
+    off cures is not one of these)."""
+    by_rank: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        if record["kind"] == "scaler-update":
+            by_rank.setdefault(int(record.get("rank", 0)), []).append(record)
+    ranks = sorted(rank for rank, updates in by_rank.items() if all(u.get("skipped") for u in updates))
+    explained = {int(r.get("rank", 0)) for r in records if r["kind"] == "claim" and r["what"] == "nonfinite-loss"}
+    if not ranks or set(ranks) <= explained:
+        return []  # none, or an inf/NaN loss (already a finding) is why
+    updates = by_rank[ranks[0]]
+    first, last = updates[0], updates[-1]
+    return [
+        {
+            "kind": "claim",
+            "what": "every-step-skipped",
+            "code": OVERFLOW_CODES[0],
+            "codes": list(OVERFLOW_CODES),
+            "message": (f"the GradScaler skipped all {len(updates)} steps for inf/NaN gradients (loss scale "
+                        f"{first['scale']:g} -> {last['new_scale']:g}): no optimizer step took effect"),
+            "stack": last.get("stack") or [],
+            "origins": last.get("origins") or [],
+            "detail": {"skipped": len(updates), "scales": [first["scale"], last["new_scale"]]},
+            "rank": ranks,
+            "step": int(last.get("step", 0)),
+        }
+    ]
+
+
 def _in_range(finding: Finding, path: str, line: int) -> bool:
     return path == finding.path and finding.line <= line <= max(finding.end_line, finding.line)
 
@@ -209,10 +242,14 @@ def _merge(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list[Verdict], list[Verdict], RunSummary]:
-    """Findings must carry absolute paths (as the evidence does)."""
+def decide(
+    findings: list[Finding], records: list[dict[str, Any]], hidden: list[Finding] = ()
+) -> tuple[list[Verdict], list[Verdict], RunSummary]:
+    """Findings must carry absolute paths (as the evidence does). ``hidden``: findings the user
+    set aside (a baseline): claims they would explain are not shown as runtime-only."""
     summary = summarize(records)
-    claims = _merge([r for r in records if r["kind"] == "claim"] + ddp_claims(records) + collective_claims(records))
+    claims = _merge([r for r in records if r["kind"] == "claim"] + ddp_claims(records) + collective_claims(records)
+                    + skipped_claims(records))
     reached = {(r["path"], r["line"]) for r in records if r["kind"] == "reach"}
     for claim in claims:
         reached.update(tuple(frame) for frame in claim.get("stack") or [])
@@ -224,10 +261,7 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
             continue
         matched = []
         for index, claim in enumerate(claims):
-            if finding.code not in claim["codes"]:
-                continue
-            lines = (claim.get("stack") or []) + (claim.get("origins") or [])
-            if any(_in_range(finding, path, line) for path, line in lines):
+            if _explains(claim, finding):
                 matched.append(claim)
                 used.add(index)
         ran = any(_in_range(finding, path, line) for path, line in reached)
@@ -252,16 +286,57 @@ def decide(findings: list[Finding], records: list[dict[str, Any]]) -> tuple[list
             verdicts.append(Verdict(finding, NOT_REACHED, [], "the line never ran"))
     runtime_only = []
     for index, claim in enumerate(claims):
-        if index in used:
+        if index in used or any(_explains(claim, finding) for finding in hidden):
             continue
         lines = (claim.get("stack") or []) + (claim.get("origins") or [])
         top = lines[0] if lines else ["", 0]
         runtime_only.append(
             Verdict(None, RUNTIME_ONLY, [claim], path=top[0], line=int(top[1]), what=claim["what"],
-                    related_codes=tuple(claim["codes"]))
+                    related_codes=tuple(claim["codes"]), code=claim.get("code") or claim["codes"][0])
         )
     runtime_only.sort(key=lambda v: (v.path, v.line, v.what))
     return verdicts, runtime_only, summary
+
+
+def drop_ignored(runtime_only: list[Verdict], settings) -> list[Verdict]:
+    """Runtime-only findings stay out when their rule does at check time: not selected
+    (``--select``/``--ignore``, per-file-ignores), or suppressed by a comment on their lines
+    (one naming the rule on any line of the claim, where its static finding would have been,
+    or a bare ``# noqa`` on the line it is reported at)."""
+    from dtype_lint.suppress import line_suppresses, names_code
+
+    cache: dict[str, list[str]] = {}
+
+    def line_text(path: str, number: int) -> str:
+        if path not in cache:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    cache[path] = handle.read().splitlines()
+            except OSError:
+                cache[path] = []
+        lines = cache[path]
+        return lines[number - 1] if 1 <= number <= len(lines) else ""
+
+    kept = []
+    for verdict in runtime_only:
+        if not settings.is_selected(verdict.code, verdict.path or None):
+            continue
+        claim = verdict.evidence[0]
+        frames = (claim.get("stack") or []) + (claim.get("origins") or [])
+        if any(names_code(line_text(path, line), verdict.code) for path, line in frames):
+            continue
+        if verdict.path and line_suppresses(line_text(verdict.path, verdict.line), verdict.code):
+            continue
+        kept.append(verdict)
+    return kept
+
+
+def _explains(claim: dict[str, Any], finding: Finding) -> bool:
+    """The claim supports the finding's rule and one of its user lines falls in the finding."""
+    if finding.code not in claim["codes"]:
+        return False
+    lines = (claim.get("stack") or []) + (claim.get("origins") or [])
+    return any(_in_range(finding, path, line) for path, line in lines)
 
 
 def _clash(finding: Finding, claims: list[dict[str, Any]]) -> dict[str, Any] | None:
