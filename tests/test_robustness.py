@@ -304,3 +304,31 @@ def test_internal_error_in_process(monkeypatch):
     assert "x.py" in report.internal_errors[0] and "DTL998" in report.internal_errors[0]
     assert "kaboom" in report.internal_errors[0]
     assert "DTL201" in {f.code for f in report.findings}
+
+
+# -- shapes of real training scripts that broke a rule ------------------------------------------
+def test_autocast_through_a_partial_on_a_device_not_known():
+    """timm's train.py: ``partial(torch.autocast, device_type=device.type, dtype=torch.bfloat16)``.
+    The dtype is explicit, the device is not known: no internal error, no guess of a device."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn.functional as F
+        from functools import partial
+
+        def train(device, model, optimizer, x, y):
+            amp_autocast = partial(torch.autocast, device_type=device.type, dtype=torch.bfloat16)
+            with amp_autocast():
+                logits = model(x)
+                with amp_autocast():
+                    hidden = model(logits)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            optimizer.step()
+        """
+    )
+    report = check_text(source, "train.py", Settings(min_confidence=Confidence.LOW))
+    assert report.internal_errors == []
+    by_code = {f.code: f for f in report.findings}
+    assert "bfloat16 (`dtype=torch.bfloat16`)" in by_code["DTL205"].message
+    assert not any(device in f.message for f in report.findings for device in ("CUDA", "CPU"))
