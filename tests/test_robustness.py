@@ -332,3 +332,29 @@ def test_autocast_through_a_partial_on_a_device_not_known():
     by_code = {f.code: f for f in report.findings}
     assert "bfloat16 (`dtype=torch.bfloat16`)" in by_code["DTL205"].message
     assert not any(device in f.message for f in report.findings for device in ("CUDA", "CPU"))
+
+
+class _TooManyEvaluations(Exception):
+    pass
+
+
+def test_calling_a_call_result_is_evaluated_once_per_call(monkeypatch):
+    """``torch.zeros(1).half()()()...``: each ``()`` once evaluated its callee twice, so forty of them
+    took 2**40 steps. The flow's expression evaluations are counted and stopped at a linear bound."""
+    from dtype_lint.facts.flow.interpreter import Interpreter
+
+    evaluations = 0
+    evaluate = Interpreter.ev
+
+    def counted(self, *args, **kwargs):
+        nonlocal evaluations
+        evaluations += 1
+        if evaluations > 5_000:
+            raise _TooManyEvaluations
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(Interpreter, "ev", counted)
+    source = "import torch\nx = torch.zeros(1).half()" + "()" * 40 + "\ny = x.float()\n"
+    report = check_text(source, "calls.py", Settings())
+    assert report.internal_errors == []
+    assert 0 < evaluations < 200
