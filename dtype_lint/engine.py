@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Callable
 import libcst as cst
 
 from dtype_lint.config import Settings
+from dtype_lint.errors import describe
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.parsing import parse_module
+from dtype_lint.pool import run_pool
 from dtype_lint.prefilter import code_words, rules_for, words_of_source
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
     from dtype_lint.cache import Cache
 
 PARSE_ERROR = "DTL001"
-# Below this many files a process pool costs more than it saves (pre-commit passes a few).
-PARALLEL_THRESHOLD = 8
 
 
 @dataclasses.dataclass
@@ -127,11 +127,19 @@ def _too_deep(tree: ast.Module, text: str) -> ast.AST | None:
 
 
 def _depth_exceeds(node: ast.AST, limit: int) -> bool:
+    """Whether ``node`` nests deeper than ``limit`` in libcst's tree. CPython keeps ``a and b and c``
+    as one node with three values; libcst nests it as ``(a and b) and c``, one level per operator
+    (100,000 of them overflowed its native parser)."""
     stack = [(node, 1)]
     while stack:
         current, depth = stack.pop()
         if depth > limit:
             return True
+        if type(current) is ast.BoolOp:
+            count = len(current.values)
+            # the first two values are as deep as the innermost operation, each later one a level less
+            stack.extend((value, depth + count - max(index, 1)) for index, value in enumerate(current.values))
+            continue
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
     return False
 
@@ -287,7 +295,7 @@ def check_file(
         return FileReport(
             path=display_path,
             findings=[],
-            internal_errors=[f"{display_path}: internal error: {type(error).__name__}: {error}"],
+            internal_errors=[f"{display_path}: internal error: {describe(error)}"],
         )
 
 
@@ -320,7 +328,7 @@ def check_files(
         (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache, project)
         for display, fs_path in files
     ]
-    reports = _run_pool(_check_file_args, work, jobs)
+    reports = run_pool(_check_file_args, work, jobs, _file_crashed)
     if project:
         from dtype_lint.project.recheck import apply_worlds
 
@@ -335,14 +343,6 @@ def check_files(
     return reports
 
 
-def _run_pool(function, work: list, jobs: int) -> list:
-    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
-        return [function(item) for item in work]
-    # Imported here: a pre-commit-sized run never starts a pool and need not pay for the import.
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        chunk = max(1, len(work) // (jobs * 8))
-        return list(pool.map(function, work, chunksize=chunk))
+def _file_crashed(item, reason: str) -> FileReport:
+    display = item[0]
+    return FileReport(path=display, findings=[], internal_errors=[f"{display}: internal error: {reason}"])

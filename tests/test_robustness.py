@@ -146,6 +146,9 @@ DEEP = {
     "3000 chained conditionals": "x = " + "a if b else " * 3000 + "c\n",
     "3000 implicit string parts": "x = " + " ".join(["'a'"] * 3000) + "\n",
     "2000 unary minus": "x = " + "-" * 2000 + "1\n",
+    # one node in CPython's tree, 100,000 nested ones in libcst's (its native parser segfaulted)
+    "100000-term and": "x = a" + " and a" * 100_000 + "\n",
+    "20000-term or of ands": "x = " + " or ".join(["a and b"] * 20_000) + "\n",
     "1000 nested lambdas": "f = " + "lambda: " * 1000 + "1\n",
     "99 nested blocks": "".join(" " * i + "if x:\n" for i in range(99)) + " " * 99 + "pass\n",
     "200 nested blocks": "".join(" " * i + "if x:\n" for i in range(200)) + " " * 200 + "pass\n",
@@ -281,6 +284,31 @@ def test_internal_error_in_one_rule_is_reported_and_the_rest_still_runs(tmp_path
     assert not [item for item in findings if item["code"] == "DTL999"]
 
 
+DYING_RULE = BROKEN_RULE.replace('raise KeyError("boom")', "os.kill(os.getpid(), signal.SIGSEGV)").replace(
+    "import sys\n", "import os\nimport signal\nimport sys\n")
+
+
+def test_a_worker_that_dies_costs_its_file_only(tmp_path):
+    """A worker killed by a signal (a native parser overflowing its stack): its file gets an internal
+    error naming the signal, the run exits 2 without a traceback, and every other file is checked."""
+    (tmp_path / "victim.py").write_text(DEFECT)
+    for index in range(30):
+        (tmp_path / f"other{index}.py").write_text(DEFECT)
+    script = tmp_path / "with_dying_rule.py"
+    script.write_text(DYING_RULE)
+    result = subprocess.run(
+        [sys.executable, str(script), "check", "--format", "json", "--no-cache", "--jobs", "2", "."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "dtype-lint: error: victim.py: internal error: the worker checking it was killed by SIGSEGV"
+    ]
+    paths_with_dtl201 = {item["path"] for item in json.loads(result.stdout) if item["code"] == "DTL201"}
+    assert paths_with_dtl201 == {f"other{i}.py" for i in range(30)}
+
+
 def test_internal_error_in_process(monkeypatch):
     from dtype_lint.rules import all_rules
     from dtype_lint.rules.base import REGISTRY, Rule
@@ -358,3 +386,29 @@ def test_calling_a_call_result_is_evaluated_once_per_call(monkeypatch):
     report = check_text(source, "calls.py", Settings())
     assert report.internal_errors == []
     assert 0 < evaluations < 200
+
+
+def test_an_uncaught_exception_exits_2_in_one_line(tmp_path):
+    """Exit 1 means findings: a bug of ours that escapes every file's guard exits 2, in one line
+    that says where it was raised."""
+    (tmp_path / "a.py").write_text(DEFECT)
+    script = tmp_path / "with_broken_report.py"
+    script.write_text(textwrap.dedent(
+        """\
+        import sys
+        import dtype_lint.report
+
+        def render(*args, **kwargs):
+            raise RuntimeError("the report\\nbroke")
+
+        dtype_lint.report.render = render
+        from dtype_lint.cli import main
+        sys.exit(main(sys.argv[1:]))
+        """
+    ))
+    result = subprocess.run([sys.executable, str(script), "check", "--no-cache", "a.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("dtype-lint: internal error: RuntimeError: the report broke (")
+    assert "with_broken_report.py:5)" in result.stderr
