@@ -73,8 +73,9 @@ def load_baseline(file: str) -> Counter:
         raise UsageError(f"baseline file not found: {file} (create it with --write-baseline)") from None
     except OSError as error:
         raise UsageError(f"cannot read baseline {file}: {error.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{file}: not a dtype-lint baseline (invalid JSON: {error})") from None
+    except (ValueError, RecursionError) as error:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
+        reason = "nested too deeply" if isinstance(error, RecursionError) else " ".join(str(error).split())[:200]
+        raise UsageError(f"{file}: not a dtype-lint baseline (invalid JSON: {reason})") from None
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{file}: not a dtype-lint baseline of version {FORMAT_VERSION}")
     entries = data.get("entries")

@@ -412,3 +412,33 @@ def test_an_uncaught_exception_exits_2_in_one_line(tmp_path):
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("dtype-lint: internal error: RuntimeError: the report broke (")
     assert "with_broken_report.py:5)" in result.stderr
+
+
+def test_a_notebook_with_a_number_longer_than_int_takes():
+    """A 100,001-digit integer in a notebook's metadata and a cell's: CPython's ``int()`` refuses
+    more than 4,300 digits. Nothing reads those numbers; the cells are checked and fixed."""
+    from dtype_lint.fixer import FixOptions, fix_bytes
+
+    huge = "1" * 100_001
+    notebook = (
+        '{"cells": [{"cell_type": "code", "execution_count": ' + huge + ', "metadata": {"n": -' + huge + '},'
+        ' "outputs": [], "source": ["import torch\\n", "scaler = torch.cuda.amp.GradScaler()\\n"]}],'
+        ' "metadata": {"seed": ' + huge + ', "kernelspec": {"language": "python"}},'
+        ' "nbformat": 4, "nbformat_minor": 5}'
+    ).encode()
+    report = check_bytes(notebook, "big.ipynb", Settings())
+    assert report.internal_errors == []
+    assert [(f.code, f.cell, f.line) for f in report.findings] == [("DTL201", 1, 2)]
+    result = fix_bytes(notebook, "big.ipynb", Settings(), FixOptions(write=False))
+    assert result.internal_errors == [] and result.failure is None
+    assert result.output == notebook.replace(b"torch.cuda.amp.GradScaler()", b'torch.amp.GradScaler(\\"cuda\\")')
+
+
+@pytest.mark.parametrize("content", ['{"version": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000])
+def test_a_baseline_with_a_huge_number_or_deep_nesting_is_a_usage_error(tmp_path, content):
+    (tmp_path / "a.py").write_text(DEFECT)
+    (tmp_path / "baseline.json").write_text(content)
+    result = run_cli("check", "--no-cache", "--baseline", "baseline.json", "a.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("dtype-lint: error: baseline.json: not a dtype-lint baseline (invalid JSON")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
