@@ -442,3 +442,42 @@ def test_a_baseline_with_a_huge_number_or_deep_nesting_is_a_usage_error(tmp_path
     assert result.returncode == 2
     assert result.stderr.startswith("dtype-lint: error: baseline.json: not a dtype-lint baseline (invalid JSON")
     assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+# -- configuration that is not what it should be ------------------------------------------------
+BAD_PYPROJECTS = {
+    "tool is a string": (b'tool = "dtype-lint"\n', "'tool' must be a table"),
+    "tool is a list": (b'tool = ["dtype-lint", 1]\n', "'tool' must be a table"),
+    "tool is a number": (b"tool = 5\n", "'tool' must be a table"),
+    "our table is a number": (b"[tool]\ndtype-lint = 5\n", "[tool.dtype-lint] must be a table"),
+    "a Latin-1 byte": (b'[tool.dtype-lint]\nselect = ["DTL2"]  # caf\xe9\n', "invalid TOML: not UTF-8"),
+    "100k-deep arrays": (b"# dtype-lint\nx = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
+    "50k-deep inline tables": (b"# dtype-lint\nx = " + b"{a = " * 50_000 + b"1" + b"}" * 50_000 + b"\n",
+                               "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PYPROJECTS))
+def test_a_pyproject_that_cannot_be_our_config_is_a_one_line_error(tmp_path, name):
+    from dtype_lint.config import load_settings
+    from dtype_lint.errors import UsageError
+
+    content, expected = BAD_PYPROJECTS[name]
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    for config in (None, str(tmp_path / "pyproject.toml")):  # found by discovery, or named by --config
+        with pytest.raises(UsageError) as raised:
+            load_settings(str(tmp_path), config)
+        message = str(raised.value)
+        assert expected in message and str(tmp_path / "pyproject.toml") in message and "\n" not in message
+
+
+def test_a_bad_pyproject_exits_2_through_the_cli(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(BAD_PYPROJECTS["tool is a list"][0])
+    (tmp_path / "sub").mkdir()  # a nested config is found by the per-directory resolver
+    (tmp_path / "sub" / "pyproject.toml").write_bytes(BAD_PYPROJECTS["a Latin-1 byte"][0])
+    (tmp_path / "sub" / "a.py").write_text(DEFECT)
+    for args, where in ((["a.py"], "sub"), (["sub"], ".")):
+        result = run_cli("check", "--no-cache", *args, cwd=tmp_path / where)
+        assert result.returncode == 2
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.startswith("dtype-lint: error: "), result.stderr
