@@ -80,8 +80,9 @@ def load_baseline(file: str) -> Counter:
         raise UsageError(f"cannot read baseline {file}: not a readable regular file of at most {limit} MiB")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise UsageError(f"{file}: not a dtype-lint baseline (invalid JSON: {error})") from None
+    except (ValueError, RecursionError) as error:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
+        reason = "nested too deeply" if isinstance(error, RecursionError) else " ".join(str(error).split())[:200]
+        raise UsageError(f"{file}: not a dtype-lint baseline (invalid JSON: {reason})") from None
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{file}: not a dtype-lint baseline of version {FORMAT_VERSION}")
     entries = data.get("entries")

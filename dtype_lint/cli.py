@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from dtype_lint import __version__
-from dtype_lint.errors import UsageError
+from dtype_lint.errors import UsageError, describe
 
 COMMANDS = {
     "check": ("dtype_lint.commands.check", "report precision bugs in Python files"),
@@ -65,3 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except Exception as error:  # noqa: BLE001 - a bug of ours: one line and 2, never 1 ("findings")
+        print(f"dtype-lint: internal error: {describe(error)}", file=sys.stderr)
+        return 2

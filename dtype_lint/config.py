@@ -209,6 +209,21 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"cannot read config {path}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: invalid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: not UTF-8 (byte {error.start + 1})") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _tool_table(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    """The ``[tool.dtype-lint]`` table of a pyproject.toml's data; None when it has none."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError(f"{path}: 'tool' must be a table (such as [tool.dtype-lint])")
+    table = tool.get("dtype-lint")
+    if table is not None and not isinstance(table, dict):
+        raise UsageError(f"{path}: [tool.dtype-lint] must be a table")
+    return table
 
 
 def find_config(start: str) -> Path | None:
@@ -223,6 +238,11 @@ def find_config(start: str) -> Path | None:
     return None
 
 
+# Only these pyproject.toml files are parsed (most are other tools' only): the ones that name us,
+# and the ones whose ``tool`` is a plain value (``tool = 5``), which cannot hold our table.
+MAYBE_OURS = re.compile(r"dtype-lint|^[ \t]*tool[ \t]*=", re.MULTILINE)
+
+
 def config_in(directory: Path) -> Path | None:
     """``directory``'s pyproject.toml when it holds a [tool.dtype-lint] table (an unreadable
     directory or file holds none)."""
@@ -233,7 +253,7 @@ def config_in(directory: Path) -> Path | None:
         text = candidate.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    if "dtype-lint" in text and "dtype-lint" in _read_toml(candidate).get("tool", {}):
+    if MAYBE_OURS.search(text) and _tool_table(_read_toml(candidate), candidate) is not None:
         return candidate
     return None
 
@@ -245,7 +265,7 @@ def load_settings(start: str = ".", config: str | None = None) -> Settings:
             raise UsageError(f"config file not found: {config}")
         data = _read_toml(path)
         # A pyproject.toml keeps its table under [tool.dtype-lint]; a dedicated file is the table.
-        table = data.get("tool", {}).get("dtype-lint", {}) if path.name == "pyproject.toml" else data
+        table = (_tool_table(data, path) or {}) if path.name == "pyproject.toml" else data
         return settings_from_table(table, str(path), str(path.parent))
     found = find_config(start)
     if found is None:
@@ -255,10 +275,8 @@ def load_settings(start: str = ".", config: str | None = None) -> Settings:
 
 def settings_from_file(found: Path) -> Settings:
     """The settings a pyproject.toml found by discovery holds under [tool.dtype-lint]."""
-    table = _read_toml(found)["tool"]["dtype-lint"]
-    if not isinstance(table, dict):
-        raise UsageError(f"{found}: [tool.dtype-lint] must be a table")
-    return settings_from_table(table, str(found), str(found.parent))
+    table = _tool_table(_read_toml(found), found)
+    return settings_from_table(table or {}, str(found), str(found.parent))
 
 
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper
 
 from dtype_lint.config import Settings
 from dtype_lint.facts.names import ImportTable, NameBindings
+from dtype_lint.positions import Positions
 
 
 class FileContext:
@@ -34,16 +35,9 @@ class FileContext:
         self.ancestors: list[cst.CSTNode] = []
 
     @functools.cached_property
-    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
-        # Asked for only when a rule reports or words a message. libcst's MetadataWrapper would
-        # first run a visitor over the whole tree (rebuilding every node) before the codegen pass
-        # that computes positions; the provider is run directly instead.
-        provider = PositionProvider()
-        try:
-            provider._gen_impl(self.module)
-        except AttributeError:  # a libcst without these internals: the public, slower way
-            return dict(self.wrapper.resolve(PositionProvider))
-        return provider._computed
+    def _positions(self) -> Positions:
+        # Asked for only when a rule reports or words a message (see positions.py).
+        return Positions(self.module, self.text)
 
     @functools.cached_property
     def _tree_shape(self):

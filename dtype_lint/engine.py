@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import functools
+import gc
 import os
 import sys
 import warnings
@@ -12,8 +15,10 @@ from typing import TYPE_CHECKING, Callable
 import libcst as cst
 
 from dtype_lint.config import Settings
+from dtype_lint.errors import describe
 from dtype_lint.findings import Confidence, Finding, sort_findings
-from dtype_lint.parsing import parse_module
+from dtype_lint.parsing import parse_in_slices, statement_starts
+from dtype_lint.pool import run_pool
 from dtype_lint.prefilter import code_words, rules_for, words_of_source
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
@@ -24,8 +29,6 @@ if TYPE_CHECKING:
     from dtype_lint.cache import Cache
 
 PARSE_ERROR = "DTL001"
-# Below this many files a process pool costs more than it saves (pre-commit passes a few).
-PARALLEL_THRESHOLD = 8
 
 
 @dataclasses.dataclass
@@ -127,11 +130,19 @@ def _too_deep(tree: ast.Module, text: str) -> ast.AST | None:
 
 
 def _depth_exceeds(node: ast.AST, limit: int) -> bool:
+    """Whether ``node`` nests deeper than ``limit`` in libcst's tree. CPython keeps ``a and b and c``
+    as one node with three values; libcst nests it as ``(a and b) and c``, one level per operator
+    (100,000 of them overflowed its native parser)."""
     stack = [(node, 1)]
     while stack:
         current, depth = stack.pop()
         if depth > limit:
             return True
+        if type(current) is ast.BoolOp:
+            count = len(current.values)
+            # the first two values are as deep as the innermost operation, each later one a level less
+            stack.extend((value, depth + count - max(index, 1)) for index, value in enumerate(current.values))
+            continue
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
     return False
 
@@ -143,8 +154,12 @@ def check_text(
     """Check one file's text. Never raises for anything the file contains. ``summarize``: attach
     the project pass's summary of the file; ``worlds``: check its classes under these precision
     worlds (see dtype_lint/project/)."""
-    # CPython's tree serves both the rules' prefilter and the project summary: parsed once.
+    # CPython's tree serves both the rules' prefilter and the project summary: parsed once, except
+    # for a big file, whose tree is not held through libcst's parse (see _check_text).
     parsed = _python_parse(text, path)
+    summary_tree = parsed[0] if summarize and len(text) < REPARSE_FOR_SUMMARY else None
+    handed = [parsed]
+    del parsed
     results: dict = {}
     flow_calls: dict = {}
     observe = None
@@ -158,12 +173,18 @@ def check_text(
                 flow_calls.clear()
 
         observe = record_calls
-    report = _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results if summarize else None,
-                         observe)
-    if summarize:
-        from dtype_lint.project.summary import summarize_tree
+    with _cyclic_gc_paused():
+        report = _check_text(text, path, settings, prefilter, use_noqa, worlds, handed, results if summarize else None,
+                             observe)
+        if len(text) >= RETURN_PARSER_MEMORY:
+            gc.collect()  # the file's tree and facts (held in cycles) go before the summary's tree comes
+        if summarize:
+            from dtype_lint.project.summary import summarize_tree
 
-        report.summary = summarize_tree(parsed[0], text, flow_calls)
+            if len(text) >= REPARSE_FOR_SUMMARY:
+                summary_tree = _python_parse(text, path)[0]
+            report.summary = summarize_tree(summary_tree, text, flow_calls)
+            del summary_tree
         if results and report.summary.get("functions") is not None:
             report.summary = {**report.summary, "results": results}
     return report
@@ -178,7 +199,7 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
     rules = enabled_rules(settings, path)
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
-    tree, problem = parsed
+    tree, problem = parsed.pop()  # handed over: dropped below, before libcst parses
     python_problem = None
     if tree is None and _newer_than_interpreter(settings.target_version) and problem[0] in NEWER_SYNTAX_ERRORS:
         # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
@@ -190,12 +211,24 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
         if not rules:
             return _finish(path, text, findings, [], settings)
         problem = _too_deep_for_libcst(tree, text)
+    # where libcst may cut a big file (parsing.py); the tree itself, about 70 bytes per byte of
+    # source, is not held past this point
+    statements = statement_starts(tree) if tree is not None else None
+    del tree
     if problem:
         if want_parse_errors:
             findings.append(_parse_error(path, *problem))
         return _finish(path, text, findings, [], settings)
     try:
-        module = parse_module(text)
+        module, skipped = parse_in_slices(text, statements)
+        if len(text) >= RETURN_PARSER_MEMORY:
+            _return_freed_memory()
+        if want_parse_errors:
+            findings.extend(
+                _parse_error(path, f"a statement of {length // 1000:,} KB is too large to analyse (skipped; the"
+                             " rest of the file is checked)", line, 1)
+                for line, length in skipped
+            )
     except cst.ParserSyntaxError as error:
         if want_parse_errors:
             libcst_problem = (f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
@@ -235,6 +268,48 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
             continue
         findings.append(dataclasses.replace(finding, path=path))
     return _finish(path, text, findings, errors, settings)
+
+
+# A file this big (bytes of text) is parsed by CPython a second time for its project summary rather
+# than holding that tree (about 70 bytes per byte) through libcst's parse.
+REPARSE_FOR_SUMMARY = 200_000
+# After parsing a file this big, the memory libcst's native parser freed (about 250 bytes per byte
+# of source, in the C heap) is handed back to the system, so the analysis does not pile on top.
+RETURN_PARSER_MEMORY = 100_000
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused():
+    """No cyclic garbage collection while one file is checked: its trees and facts are hundreds of
+    thousands of long-lived objects that every collection would scan again (a third of the time of
+    a 1 MB file). What the check leaves behind is collected when the next collection comes."""
+    if not gc.isenabled():  # nested (a fix re-checks), or the caller's choice
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _return_freed_memory() -> None:
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None elsewhere (macOS, musl: the memory is then only reused)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings) -> FileReport:
@@ -287,7 +362,7 @@ def check_file(
         return FileReport(
             path=display_path,
             findings=[],
-            internal_errors=[f"{display_path}: internal error: {type(error).__name__}: {error}"],
+            internal_errors=[f"{display_path}: internal error: {describe(error)}"],
         )
 
 
@@ -320,7 +395,7 @@ def check_files(
         (display, fs_path, settings_for(fs_path) if settings_for else settings, prefilter, cache, project)
         for display, fs_path in files
     ]
-    reports = _run_pool(_check_file_args, work, jobs)
+    reports = run_pool(_check_file_args, work, jobs, _file_crashed)
     if project:
         from dtype_lint.project.recheck import apply_worlds
 
@@ -335,14 +410,6 @@ def check_files(
     return reports
 
 
-def _run_pool(function, work: list, jobs: int) -> list:
-    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
-        return [function(item) for item in work]
-    # Imported here: a pre-commit-sized run never starts a pool and need not pay for the import.
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        chunk = max(1, len(work) // (jobs * 8))
-        return list(pool.map(function, work, chunksize=chunk))
+def _file_crashed(item, reason: str) -> FileReport:
+    display = item[0]
+    return FileReport(path=display, findings=[], internal_errors=[f"{display}: internal error: {reason}"])

@@ -54,6 +54,15 @@ class _CodeCell:
     json_lines: tuple[int, ...] = ()
 
 
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one longer than ``int()`` takes (CPython refuses more than 4,300 digits) is
+    kept as a float: no number of a notebook is read but its format version."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 # -- a JSON reader that remembers where values are ----------------------------------------------
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -101,13 +110,13 @@ def _parse_value(text: str, index: int) -> _Value:
         if text.startswith(literal, index):
             return _Value(value, index, index + len(literal))
     match = _NUMBER.match(text, index)
-    return _Value(json.loads(match.group(0)), index, match.end())
+    return _Value(json.loads(match.group(0), parse_int=_json_int), index, match.end())
 
 
 def _read_cells(text: str) -> list[_CodeCell]:
     """The notebook's code cells (none for a notebook in another language)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as error:
         raise NotebookError(f"not valid notebook JSON: {error.msg}", error.lineno, error.colno) from None
     except RecursionError:

@@ -6,10 +6,10 @@ for the rest of the file; the other rules go on.
 
 from __future__ import annotations
 
-import traceback
 from collections import defaultdict
 
 from dtype_lint.context import FileContext
+from dtype_lint.errors import describe
 from dtype_lint.findings import Finding
 from dtype_lint.rules.base import Rule
 
@@ -38,10 +38,7 @@ class _Dispatcher:
             try:
                 hook(node)
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
-                frame = traceback.extract_tb(error.__traceback__)[-1]
-                self.failed[rule.code] = (
-                    f"{type(error).__name__}: {error} ({frame.filename}:{frame.lineno})"
-                )
+                self.failed[rule.code] = describe(error)
 
     def walk(self) -> None:
         """Calls the visit/leave hooks in source order (the walk libcst's visitors make),

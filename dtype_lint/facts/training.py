@@ -459,10 +459,13 @@ class TrainingFacts:
             if literal is None and choices:
                 source += f" ({' or '.join(sorted(choices))})"
             return choices, source
-        default = info.effective_dtype
-        if default is None:
-            return set(), "the framework's setting"
-        return {default}, f"the {info.device.upper()} default"
+        if info.dtype is not None:
+            # explicit, but not in ``info.node``: ``partial(torch.autocast, device_type=device.type,
+            # dtype=torch.bfloat16)`` called as ``amp_autocast()`` (timm's train.py)
+            return {info.dtype}, f"`dtype=torch.{info.dtype}`"
+        if info.device is None or info.effective_dtype is None:
+            return set(), "the framework's setting"  # an unknown device has no known default
+        return {info.effective_dtype}, f"the {info.device.upper()} default"
 
 
 def parameter_default(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:

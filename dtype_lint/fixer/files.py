@@ -7,12 +7,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import multiprocessing
 import os
 import stat
-import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 from dtype_lint.config import Settings
@@ -232,16 +229,17 @@ def fix_files(
     """Results for ``(display_path, fs_path)`` pairs, in the order given; files are independent,
     so they spread over processes exactly as ``engine.check_files`` does. ``settings_for``: each
     file's own settings (hierarchical config)."""
-    from dtype_lint.engine import PARALLEL_THRESHOLD, default_jobs
+    from dtype_lint.engine import default_jobs
+    from dtype_lint.pool import run_pool
 
     jobs = jobs or default_jobs()
     work = [(display, fs_path, settings_for(fs_path) if settings_for else settings, options) for display, fs_path in files]
-    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
-        return [_fix_file_args(item) for item in work]
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        chunk = max(1, len(work) // (jobs * 8))
-        return list(pool.map(_fix_file_args, work, chunksize=chunk))
+    return run_pool(_fix_file_args, work, jobs, _fix_crashed)
+
+
+def _fix_crashed(item, reason: str) -> FileFixResult:
+    display = item[0]
+    return FileFixResult(display, internal_errors=[f"{display}: internal error: {reason}"])
 
 
 def remaining_findings(results: list[FileFixResult]) -> list[Finding]:

@@ -130,7 +130,7 @@ def built_world(worlds: list[World], call: str, base: str = "") -> PartWorld:
 def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     """``reports`` with the findings of each file under its project worlds added. ``data``: the
     config data files checked with them (``(display, fs_path)``), read for their settings."""
-    from dtype_lint.engine import _run_pool
+    from dtype_lint.pool import run_pool
 
     summaries = {report.path: report.summary for report in reports if report.summary}
     # where each checked file is on disk: configuration files are named relative to it
@@ -228,7 +228,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
                      for name in called}
         tasks.append((index, display, fs_path, settings, cache, _variants(file_worlds, called), ranges, plain,
                       (called, functions)))
-    results = _run_pool(_recheck, tasks, jobs)
+    results = run_pool(_recheck, tasks, jobs, _recheck_crashed)
     reports = list(reports)
     for task, (added, errors, lines) in zip(tasks, results):
         index = task[0]
@@ -267,6 +267,11 @@ def _variants(file_worlds: FileWorlds, called: dict[str, list]) -> list[FileWorl
 def _world_key(settings, variants: list[FileWorlds], plain: list) -> str:
     data = json.dumps([[v.key() for v in variants], plain, int(settings.min_confidence)], sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _recheck_crashed(task, reason: str) -> tuple[list[Finding], list[str], None]:
+    display = task[1]
+    return [], [f"{display}: internal error in the project pass: {reason}"], None
 
 
 def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:

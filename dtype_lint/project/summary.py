@@ -14,6 +14,7 @@ instance of: ``Stage(96)``, ``nn.Sequential(Stage(96), Stage(96))`` (its content
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 
 from dtype_lint.facts.precision_sources import from_pretrained_params
 from dtype_lint.project.astnames import dotted as _dotted
@@ -97,6 +98,9 @@ class Summarizer:
         # one walk of the whole tree: imports, module-level dtype names, the calls made
         everything, self._nodes = _scoped_walk(self.tree)
         self._calls = [node for node in everything if type(node) is ast.Call]
+        # the calls by line, for each class's calls (a scan of all calls per class was quadratic)
+        self._calls_by_line = sorted(self._calls, key=lambda call: call.lineno)
+        self._call_lines = [call.lineno for call in self._calls_by_line]
         self._has_save = any(  # most files save nothing: skip the per-scope search
             isinstance(n.func, (ast.Attribute, ast.Name)) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
             in ("save", "save_file") for n in self._calls)
@@ -176,8 +180,9 @@ class Summarizer:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._function(item, node.name)
         first, last = node.lineno, node.end_lineno or node.lineno
+        inside = self._calls_by_line[bisect_left(self._call_lines, first):bisect_right(self._call_lines, last)]
         contains = sorted({
-            name for name in (_dotted(call.func) for call in self._calls if first <= call.lineno <= last) if name
+            name for name in (_dotted(call.func) for call in inside) if name
             and not name.startswith("self.") and name.split(".")[-1] not in CHAIN_METHODS
         })
         self.classes[node.name] = {
