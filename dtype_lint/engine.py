@@ -81,8 +81,11 @@ def _python_parse(text: str, path: str) -> tuple[ast.Module | None, tuple[str, i
 NEWER_SYNTAX_ERRORS = ("syntax error: invalid syntax", "syntax error: expected '('")
 
 
-def _newer_than_interpreter(target_version: str) -> bool:
-    """Whether the code's target Python is newer than the one running the check."""
+def _newer_than_interpreter(target_version: str | None) -> bool:
+    """Whether the code's target Python is newer than the one running the check (no target:
+    the code may use any Python's syntax)."""
+    if target_version is None:
+        return True
     target = tuple(int(part) for part in target_version.split(".")[:2])
     return target > sys.version_info[:2]
 

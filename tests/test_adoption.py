@@ -27,6 +27,10 @@ def write(root, files: dict[str, str]):
     return root
 
 
+# A project on torch >= 2.4, where DTL201's replacements exist: its fixes are safe (issue 21).
+TORCH_2_4 = "torch>=2.4\n"
+
+
 def found(result) -> list[tuple[str, int, str]]:
     return [(f["path"], f["line"], f["code"]) for f in json.loads(result.stdout)]
 
@@ -196,7 +200,7 @@ y = x.numpy()
 
 
 def test_statistics_count_per_code_with_fixability(tmp_path):
-    write(tmp_path, {"a.py": STATS_SOURCE})
+    write(tmp_path, {"a.py": STATS_SOURCE, "requirements.txt": TORCH_2_4})
     listed = run_cli("check", "--no-cache", "--format", "json", "a.py", cwd=tmp_path)
     counts: dict[str, int] = {}
     for finding in json.loads(listed.stdout):
@@ -270,7 +274,7 @@ def test_check_fix_flags_are_the_fix_command(tmp_path):
     for flags in (["--diff"], ["--unsafe-fixes"], ["--fix", "--exit-non-zero-on-fix"]):
         pair = []
         for command in (["check", *flags], ["fix", *[f for f in flags if f != "--fix"]]):
-            write(tmp_path, {"a.py": source})
+            write(tmp_path, {"a.py": source, "requirements.txt": TORCH_2_4})
             result = run_cli(*command, "--no-cache", "a.py", cwd=tmp_path)
             pair.append((result.returncode, result.stdout, result.stderr, (tmp_path / "a.py").read_text()))
         assert pair[0] == pair[1], flags
@@ -287,7 +291,7 @@ def test_fix_diff_reports_remaining_findings_at_unfixed_lines(tmp_path):
         "model = torch.nn.Linear(2, 2).half()\n"
         "optimizer = torch.optim.Adam(model.parameters(), eps=1e-8)\n"
     )
-    write(tmp_path, {"a.py": source})
+    write(tmp_path, {"a.py": source, "requirements.txt": TORCH_2_4})
     checked = found(run_cli("check", "--no-cache", "--format", "json", "a.py", cwd=tmp_path))
     remaining = [item for item in checked if item[2] != "DTL201"]
     assert remaining and all(line >= 4 for _, line, _ in remaining)
@@ -309,7 +313,7 @@ def test_fix_diff_reports_remaining_findings_at_unfixed_lines(tmp_path):
 
 # -- defect 8: DTL201's fix leaves no unused import (real flake8) ----------------------------------
 def test_dtl201_fix_drops_the_imports_it_orphaned(tmp_path):
-    write(tmp_path, {"a.py": """\
+    write(tmp_path, {"requirements.txt": TORCH_2_4, "a.py": """\
         import torch
         from torch.cuda.amp import GradScaler, autocast
         from torch.cuda.amp import custom_fwd  # noqa: F401 - re-exported
