@@ -47,8 +47,8 @@ class Tf32LegacyFlags(Rule):
     ## Why is this bad?
     Since torch 2.9 TF32 is controlled by `fp32_precision` (`"tf32"` or `"ieee"`) per backend and
     operator; the `allow_tf32` flags are slated for deprecation. Worse, the two APIs do not mix: once
-    any `fp32_precision` is set, reading a legacy flag raises "...you have used mix of the legacy
-    and new APIs to set the TF32 status...". And TF32 itself keeps only 10 mantissa bits in matmuls
+    any `fp32_precision` is set, reading a legacy flag that disagrees with it raises "...you have
+    used mix of the legacy and new APIs to set the TF32 status..." (checked on 2.13). And TF32 itself keeps only 10 mantissa bits in matmuls
     and convolutions: a precision decision that deserves one explicit spelling.
 
     ## Example
@@ -146,8 +146,8 @@ class Tf32LegacyFlags(Rule):
                 spelled = f"`{prefix}.{'' if qualified.endswith('matmul.allow_tf32') else 'conv/rnn.'}fp32_precision`"
             message = f"`{qualified}` is the legacy TF32 switch (slated for deprecation): use {spelled}"
             if mixed is not None:
-                message += (f"; this file also sets the new `fp32_precision` (line {mixed}), and once that is set,"
-                            " reading a legacy `allow_tf32` flag raises RuntimeError")
+                message += (f"; this file also sets the new `fp32_precision` (line {mixed}): after that, reading a"
+                            " legacy `allow_tf32` flag that disagrees with it raises RuntimeError")
             fix = self._fix(node, target, qualified, new) if available else None
             self.report(target.target, message, confidence=Confidence.HIGH, fix=fix)
 
