@@ -243,10 +243,29 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
 def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings) -> FileReport:
     return FileReport(
         path=path,
-        findings=sort_findings(findings),
+        findings=one_per_line(sort_findings(findings)),
         internal_errors=errors,
         lines=text.splitlines() if findings else None,
     )
+
+
+def one_per_line(findings: list[Finding]) -> list[Finding]:
+    """One finding per defect: a rule that finds the same thing twice on one line (once per
+    branch of a ternary, Lightning's ``GradScaler() if precision == "16-mixed" else None``) is
+    reported once, at the first column. Two findings with fixes both stay: each fix is its own."""
+    kept: list[Finding] = []
+    first: dict[tuple, Finding] = {}
+    for finding in findings:  # sorted: the first column of a line comes first
+        key = (finding.cell, finding.line, finding.code)
+        earlier = first.get(key)
+        if earlier is not None and (finding.fix is None or earlier.fix is None):
+            if finding.fix is not None:  # keep the one that can be fixed
+                kept[kept.index(earlier)] = finding
+                first[key] = finding
+            continue
+        first.setdefault(key, finding)
+        kept.append(finding)
+    return kept
 
 
 def check_bytes(
