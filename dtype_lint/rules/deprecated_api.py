@@ -130,9 +130,13 @@ class DeprecatedAmpApi(Rule):
     )
 
     def _deprecated(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
-        for qualified in self.ctx.names.qualified_names(node):
-            if qualified in DEPRECATED:
-                return (qualified, *DEPRECATED[qualified])
+        names = self.ctx.names.qualified_names(node)
+        if any(qualified not in DEPRECATED for qualified in names):
+            # ``GradScaler`` imported from torch.amp or from torch.cuda.amp depending on the torch
+            # version (a version test, a try/except ImportError): the choice is the fallback idiom.
+            return None
+        for qualified in names:
+            return (qualified, *DEPRECATED[qualified])
         return None
 
     def _torch_spelling(self) -> str | None:
