@@ -212,3 +212,11 @@ def test_dtl203_reports_only_projects_that_support_torch_before_2_3(target, repo
     assert bool(findings) is reported
     if findings:
         assert "float32" in findings[0].message and "fp16 + GradScaler" not in findings[0].message
+
+
+def test_dtl203_leaves_fp8_training_alone_it_runs_only_on_gpus_with_bf16():
+    """Lightning's fp8 examples (torchao.float8) need Ada/Hopper GPUs: bf16 is always there."""
+    source = ("import lightning as L\nfrom torchao.float8 import convert_to_float8_training\n"
+              "fabric = L.Fabric(precision='bf16-true')\n")
+    assert _findings(source, Settings(select=("DTL203",), target_torch="2.1")) == []
+    assert len(_findings(source.replace("torchao.float8", "mylib"), Settings(select=("DTL203",), target_torch="2.1"))) == 1

@@ -242,7 +242,8 @@ class Bf16Unchecked(Rule):
     call to
     `torch.cuda.is_bf16_supported()` (or transformers' `is_torch_bf16_gpu_available`, accelerate's
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
-    check; TPU scripts (`torch_xla`), CPU autocast and `Accelerator(cpu=True)` are never flagged,
+    check; TPU scripts (`torch_xla`), FP8 training (`torchao.float8`, `transformer_engine`: Ada or
+    Hopper GPUs only), CPU autocast and `Accelerator(cpu=True)` are never flagged,
     and test files (`tests/`, `test_*.py`) only at low confidence, since a test suite runs on
     hardware its CI chose. An autocast whose `dtype=` is a variable bound once to bf16
     (`amp_dtype = torch.bfloat16`, nanoGPT's `dtype = 'bfloat16'`) is reported at that line, the
@@ -326,7 +327,7 @@ class Bf16Unchecked(Rule):
         if at_least(self.ctx.settings.target_torch, BF16_EMULATED) is not False:
             return  # torch >= 2.3 (or undeclared): bf16 is accepted on every CUDA GPU, emulated if need be
         facts = training_facts(self.ctx)
-        if facts.bf16_guarded or facts.uses_xla:
+        if facts.bf16_guarded or facts.uses_xla or self._needs_fp8_hardware():
             return
         reported: set[int] = set()
         for call in facts.calls:
@@ -405,6 +406,12 @@ class Bf16Unchecked(Rule):
                     # and on unseen code the hard-coded choice was deliberate 6 times in 7 (issue 14).
                     return value, what, LOAD_FAILS, Confidence.LOW
         return None
+
+    def _needs_fp8_hardware(self) -> bool:
+        """FP8 training (torchao's float8, Transformer Engine) runs only on Ada/Hopper GPUs, which
+        all have native bf16 (Lightning's fp8_distributed_transformer examples)."""
+        names = self.ctx.names
+        return names.is_imported("torchao.float8") or names.is_imported("transformer_engine")
 
     def _choosing_line(self, facts, call: cst.Call) -> cst.CSTNode | None:
         """The one unconditional assignment that picks bf16 for an autocast's ``dtype=`` variable:
