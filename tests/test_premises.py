@@ -187,6 +187,24 @@ def test_legacy_tf32_flags_do_not_warn_and_a_legacy_read_after_the_new_api_raise
         matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+def test_dtl701_suggested_settings_exist_and_read_back():
+    """Each spelling DTL701 suggests (and its fix writes) is a setting of this torch."""
+    [finding] = _findings("import torch\ntorch.backends.cudnn.allow_tf32 = False\n",
+                          Settings(select=("DTL701",), target_torch="2.9"))
+    spelled = re.findall(r"`([^`]+) = \"(\w+)\"`", finding.message)
+    assert [name for name, _ in spelled] == ["torch.backends.cudnn.conv.fp32_precision",
+                                             "torch.backends.cudnn.rnn.fp32_precision"]
+    for name, value in spelled:
+        owner, _, attribute = name.rpartition(".")
+        backend = eval(owner, {"torch": torch})
+        saved = getattr(backend, attribute)
+        try:
+            setattr(backend, attribute, value)
+            assert getattr(backend, attribute) == value
+        finally:
+            setattr(backend, attribute, saved)
+
+
 # -- DTL203 ---------------------------------------------------------------------------------------
 def test_cuda_autocast_refuses_bf16_exactly_when_is_bf16_supported_says_no(monkeypatch):
     """DTL203's premise on torch < 2.3: CUDA autocast raises when `is_bf16_supported()` is False,
