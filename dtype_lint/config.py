@@ -17,6 +17,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from dtype_lint.errors import UsageError
 from dtype_lint.findings import Confidence
+from dtype_lint.versions import python_version
 
 SELECTOR = re.compile(r"^(ALL|DTL\d{0,3})$")
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github", "rdjson")
@@ -35,13 +36,21 @@ class Settings:
     force_exclude: bool = False
     min_confidence: Confidence = Confidence.MEDIUM
     output_format: str = "text"
-    # The transformers release the project targets ("4.56"); gates fixes such as DTL601's.
-    target_transformers: str | None = None
-    # The oldest torch the project supports ("2.4"); gates fixes to APIs newer torch added (DTL701).
+    # The oldest release of each library the project supports ("2.4"): read from its dependency
+    # declarations (targets.py) unless configured. API-migration rules (DTL201, DTL210, DTL601,
+    # DTL701) suggest a replacement only where it exists on that release; None: not known.
     target_torch: str | None = None
-    # The Python the checked code is written for ("3.12"): newer syntax than the running
-    # interpreter's is then judged by libcst's grammar, not reported as DTL001.
-    target_version: str = "3.13"
+    target_transformers: str | None = None
+    target_accelerate: str | None = None
+    target_diffusers: str | None = None
+    target_peft: str | None = None
+    # The oldest Python the code is written for ("3.12"; requires-python's lower bound): newer
+    # syntax than the running interpreter's is judged by libcst's grammar when the target allows
+    # it (None: any), else reported as DTL001.
+    target_version: str | None = None
+    # Where each target set above came from: (key, "pyproject.toml [tool.dtype-lint]" or
+    # "command line" or "requirements.txt:3 (torch>=2.1)"), for --show-settings.
+    target_sources: tuple[tuple[str, str], ...] = ()
     # Directory of the config file: per-file-ignores and exclude patterns are relative to it.
     root: str = "."
     config_path: str | None = None
@@ -84,7 +93,8 @@ class Settings:
         """What of these settings changes findings (the cache keys on it)."""
         fields = dataclasses.asdict(self)
         for unrelated in (
-            "output_format", "root", "config_path", "exclude", "extend_exclude", "force_exclude", "baseline"
+            "output_format", "root", "config_path", "exclude", "extend_exclude", "force_exclude", "baseline",
+            "target_sources",
         ):
             fields.pop(unrelated)
         return repr(sorted(fields.items()))
@@ -158,6 +168,13 @@ def _version(key: str, example: str):
     return parse
 
 
+def _python_version(value: Any, source: str) -> str:
+    version = python_version(value) if isinstance(value, str) else None
+    if version is None:
+        raise UsageError(f"{source}: 'target-version' must be a Python version such as \"3.12\" or \"py312\"")
+    return version
+
+
 def _boolean(key: str):
     def parse(value: Any, source: str) -> bool:
         if not isinstance(value, bool):
@@ -186,9 +203,14 @@ _KEYS = {
     "output-format": lambda v, s: {"output_format": _output_format(v, s)},
     "target-transformers": lambda v, s: {"target_transformers": _version("target-transformers", "4.56")(v, s)},
     "target-torch": lambda v, s: {"target_torch": _version("target-torch", "2.4")(v, s)},
+    "target-accelerate": lambda v, s: {"target_accelerate": _version("target-accelerate", "1.0")(v, s)},
+    "target-diffusers": lambda v, s: {"target_diffusers": _version("target-diffusers", "0.30")(v, s)},
+    "target-peft": lambda v, s: {"target_peft": _version("target-peft", "0.13")(v, s)},
     "baseline": lambda v, s: {"baseline": _baseline_path(v, s)},
-    "target-version": lambda v, s: {"target_version": _version("target-version", "3.12")(v, s)},
+    "target-version": lambda v, s: {"target_version": _python_version(v, s)},
 }
+TARGET_KEYS = ("target-version", "target-torch", "target-transformers", "target-accelerate", "target-diffusers",
+               "target-peft")
 
 
 def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settings:
@@ -198,6 +220,7 @@ def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settin
         if parse is None:
             raise UsageError(f"{source}: unknown key '{key}' in [tool.dtype-lint]")
         values.update(parse(table[key], source))
+    values["target_sources"] = tuple((key, f"{source} [tool.dtype-lint]") for key in sorted(table) if key in TARGET_KEYS)
     return Settings(**values)
 
 
@@ -282,4 +305,8 @@ def settings_from_file(found: Path) -> Settings:
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     """CLI flags override the file; None means the flag was not given."""
     given = {key: value for key, value in overrides.items() if value is not None}
+    flagged = {field.replace("_", "-") for field in given} & set(TARGET_KEYS)
+    if flagged:
+        kept = tuple(item for item in settings.target_sources if item[0] not in flagged)
+        given["target_sources"] = tuple(sorted(kept + tuple((key, "command line") for key in flagged)))
     return dataclasses.replace(settings, **given)

@@ -84,8 +84,11 @@ def _python_parse(text: str, path: str) -> tuple[ast.Module | None, tuple[str, i
 NEWER_SYNTAX_ERRORS = ("syntax error: invalid syntax", "syntax error: expected '('")
 
 
-def _newer_than_interpreter(target_version: str) -> bool:
-    """Whether the code's target Python is newer than the one running the check."""
+def _newer_than_interpreter(target_version: str | None) -> bool:
+    """Whether the code's target Python is newer than the one running the check (no target:
+    the code may use any Python's syntax)."""
+    if target_version is None:
+        return True
     target = tuple(int(part) for part in target_version.split(".")[:2])
     return target > sys.version_info[:2]
 
@@ -315,10 +318,29 @@ def _malloc_trim():
 def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings) -> FileReport:
     return FileReport(
         path=path,
-        findings=sort_findings(findings),
+        findings=one_per_line(sort_findings(findings)),
         internal_errors=errors,
         lines=text.splitlines() if findings else None,
     )
+
+
+def one_per_line(findings: list[Finding]) -> list[Finding]:
+    """One finding per defect: a rule that finds the same thing twice on one line (once per
+    branch of a ternary, Lightning's ``GradScaler() if precision == "16-mixed" else None``) is
+    reported once, at the first column. Two findings with fixes both stay: each fix is its own."""
+    kept: list[Finding] = []
+    first: dict[tuple, Finding] = {}
+    for finding in findings:  # sorted: the first column of a line comes first
+        key = (finding.cell, finding.line, finding.code)
+        earlier = first.get(key)
+        if earlier is not None and (finding.fix is None or earlier.fix is None):
+            if finding.fix is not None:  # keep the one that can be fixed
+                kept[kept.index(earlier)] = finding
+                first[key] = finding
+            continue
+        first.setdefault(key, finding)
+        kept.append(finding)
+    return kept
 
 
 def check_bytes(

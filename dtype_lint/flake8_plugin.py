@@ -49,8 +49,11 @@ def _settings_for(directory: str):
     from dtype_lint.config import Settings, load_settings
     from dtype_lint.errors import UsageError
 
+    from dtype_lint.targets import with_project_targets
+
     try:
         settings = load_settings(directory)
     except UsageError:
         settings = Settings()
+    settings = with_project_targets(settings, directory)
     return dataclasses.replace(settings, select=("DTL",), ignore=(), extend_select=(), per_file_ignores=())

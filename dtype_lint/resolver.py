@@ -1,7 +1,8 @@
 """Which settings apply to each file: the nearest pyproject.toml with a [tool.dtype-lint] table
 above it (ruff's hierarchical discovery), or the one ``--config`` names, with the command line's
-flags on top. The answer depends on the file alone, never on the order of the paths given, and
-each directory is looked up once per run."""
+flags on top, and the target versions the configuration leaves unset read from the project's
+dependency declarations nearest the file (targets.py). The answer depends on the file alone,
+never on the order of the paths given, and each directory is looked up once per run."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dtype_lint.config import Settings, config_in, load_settings, settings_from_file, with_overrides
+from dtype_lint.targets import with_project_targets
 
 
 class SettingsResolver:
@@ -21,6 +23,7 @@ class SettingsResolver:
         self._fixed = self._finish(load_settings(".", config)) if config is not None else None
         self._config_by_directory: dict[str, Path | None] = {}
         self._by_config: dict[Path | None, Settings] = {}
+        self._interned: dict[Settings, Settings] = {}
 
     def _finish(self, settings: Settings) -> Settings:
         settings = with_overrides(settings, **self._overrides)
@@ -50,14 +53,17 @@ class SettingsResolver:
         return answer
 
     def for_directory(self, directory: str) -> Settings:
-        if self._fixed is not None:
-            return self._fixed
-        found = self._nearest_config(os.path.abspath(directory))
-        settings = self._by_config.get(found)
+        directory = os.path.abspath(directory)
+        settings = self._fixed
         if settings is None:
-            base = settings_from_file(found) if found is not None else Settings(root=os.getcwd())
-            settings = self._by_config[found] = self._finish(base)
-        return settings
+            found = self._nearest_config(directory)
+            settings = self._by_config.get(found)
+            if settings is None:
+                base = settings_from_file(found) if found is not None else Settings(root=os.getcwd())
+                settings = self._by_config[found] = self._finish(base)
+        # One object per distinct result: the cache and the worker pool key on equal settings.
+        targeted = with_project_targets(settings, directory)
+        return self._interned.setdefault(targeted, targeted)
 
     def for_path(self, path: str) -> Settings:
         """The settings for a file or a directory (stdin's ``-`` counts as the working directory)."""

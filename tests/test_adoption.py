@@ -27,6 +27,10 @@ def write(root, files: dict[str, str]):
     return root
 
 
+# A project on torch >= 2.4, where DTL201's replacements exist: its fixes are safe (issue 21).
+TORCH_2_4 = "torch>=2.4\n"
+
+
 def found(result) -> list[tuple[str, int, str]]:
     return [(f["path"], f["line"], f["code"]) for f in json.loads(result.stdout)]
 
@@ -196,7 +200,7 @@ y = x.numpy()
 
 
 def test_statistics_count_per_code_with_fixability(tmp_path):
-    write(tmp_path, {"a.py": STATS_SOURCE})
+    write(tmp_path, {"a.py": STATS_SOURCE, "requirements.txt": TORCH_2_4})
     listed = run_cli("check", "--no-cache", "--format", "json", "a.py", cwd=tmp_path)
     counts: dict[str, int] = {}
     for finding in json.loads(listed.stdout):
@@ -232,7 +236,8 @@ line""", other=torch.cuda.amp.GradScaler(
 
 
 def test_add_noqa_suppresses_keeps_codes_and_is_idempotent(tmp_path):
-    path = write(tmp_path, {"a.py": NOQA_SOURCE}) / "a.py"
+    # torch >= 2.9: DTL701's fp32_precision advice applies (issue 21).
+    path = write(tmp_path, {"a.py": NOQA_SOURCE, "requirements.txt": "torch>=2.9\n"}) / "a.py"
     before = run_cli("check", "--no-cache", "--format", "json", "a.py", cwd=tmp_path)
     assert len(json.loads(before.stdout)) == 4
     added = run_cli("check", "--no-cache", "--add-noqa", "a.py", cwd=tmp_path)
@@ -270,7 +275,7 @@ def test_check_fix_flags_are_the_fix_command(tmp_path):
     for flags in (["--diff"], ["--unsafe-fixes"], ["--fix", "--exit-non-zero-on-fix"]):
         pair = []
         for command in (["check", *flags], ["fix", *[f for f in flags if f != "--fix"]]):
-            write(tmp_path, {"a.py": source})
+            write(tmp_path, {"a.py": source, "requirements.txt": TORCH_2_4})
             result = run_cli(*command, "--no-cache", "a.py", cwd=tmp_path)
             pair.append((result.returncode, result.stdout, result.stderr, (tmp_path / "a.py").read_text()))
         assert pair[0] == pair[1], flags
@@ -287,7 +292,7 @@ def test_fix_diff_reports_remaining_findings_at_unfixed_lines(tmp_path):
         "model = torch.nn.Linear(2, 2).half()\n"
         "optimizer = torch.optim.Adam(model.parameters(), eps=1e-8)\n"
     )
-    write(tmp_path, {"a.py": source})
+    write(tmp_path, {"a.py": source, "requirements.txt": TORCH_2_4})
     checked = found(run_cli("check", "--no-cache", "--format", "json", "a.py", cwd=tmp_path))
     remaining = [item for item in checked if item[2] != "DTL201"]
     assert remaining and all(line >= 4 for _, line, _ in remaining)
@@ -309,7 +314,7 @@ def test_fix_diff_reports_remaining_findings_at_unfixed_lines(tmp_path):
 
 # -- defect 8: DTL201's fix leaves no unused import (real flake8) ----------------------------------
 def test_dtl201_fix_drops_the_imports_it_orphaned(tmp_path):
-    write(tmp_path, {"a.py": """\
+    write(tmp_path, {"requirements.txt": TORCH_2_4, "a.py": """\
         import torch
         from torch.cuda.amp import GradScaler, autocast
         from torch.cuda.amp import custom_fwd  # noqa: F401 - re-exported
@@ -338,21 +343,23 @@ def test_dtl201_fix_drops_the_imports_it_orphaned(tmp_path):
 
 
 # -- --target-torch gates DTL701's fix ------------------------------------------------------------
-def test_target_torch_gates_the_tf32_fix(tmp_path):
+def test_target_torch_gates_the_tf32_finding_and_fix(tmp_path):
+    """DTL701 advises fp32_precision (torch 2.9) only to a project whose oldest torch has it:
+    read from its dependencies, overridden by the config file, which the flag overrides."""
     write(tmp_path, {"a.py": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n"})
 
-    def fix_of(*flags):
+    def findings_of(*flags):
         result = run_cli("check", "--no-cache", "--format", "json", *flags, "a.py", cwd=tmp_path)
-        (finding,) = json.loads(result.stdout)
-        assert finding["code"] == "DTL701"
-        return finding["fix"]
+        return [(f["code"], f["fix"] is not None) for f in json.loads(result.stdout)]
 
-    assert fix_of() is not None
-    assert fix_of("--target-torch", "2.9") is not None
-    assert fix_of("--target-torch", "2.4") is None
+    assert findings_of() == []  # no torch bound declared: nothing the project can act on
+    assert findings_of("--target-torch", "2.9") == [("DTL701", True)]
+    assert findings_of("--target-torch", "2.4") == []
+    (tmp_path / "requirements.txt").write_text("torch>=2.9.1\n")
+    assert findings_of() == [("DTL701", True)]
     (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\ntarget-torch = "2.8"\n')
-    assert fix_of() is None
-    assert fix_of("--target-torch", "2.10") is not None  # the flag overrides the file
+    assert findings_of() == []  # the config overrides the declaration
+    assert findings_of("--target-torch", "2.10") == [("DTL701", True)]  # the flag overrides the file
     bad = run_cli("check", "--target-torch", "latest", "a.py", cwd=tmp_path)
     assert bad.returncode == 2 and "--target-torch" in bad.stderr
 

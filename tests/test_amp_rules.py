@@ -17,8 +17,8 @@ from dtype_lint.facts.scaler import Kind
 from dtype_lint.findings import Confidence
 
 
-def found(source: str, *codes: str) -> list[tuple[str, int]]:
-    settings = Settings(select=codes, min_confidence=Confidence.LOW)
+def found(source: str, *codes: str, **targets: str) -> list[tuple[str, int]]:
+    settings = Settings(select=codes, min_confidence=Confidence.LOW, **targets)
     report = check_text(textwrap.dedent(source), "train.py", settings)
     assert not report.internal_errors, report.internal_errors
     return [(f.code, f.line) for f in report.findings]
@@ -84,7 +84,7 @@ def test_tf32_flags_through_submodule_imports():
         cudnn.allow_tf32 = True
         tbc.matmul.allow_tf32 = False
         """
-    assert found(source, "DTL701") == [("DTL701", 3), ("DTL701", 4)]
+    assert found(source, "DTL701", target_torch="2.9") == [("DTL701", 3), ("DTL701", 4)]
 
 
 def test_anomaly_and_default_dtype_through_from_imports():
@@ -390,7 +390,7 @@ def test_tf32_fix_is_withheld_while_a_legacy_read_remains():
         torch.backends.cuda.matmul.allow_tf32 = True
         print("tf32:", torch.backends.cuda.matmul.allow_tf32)
         """
-    report = check_text(textwrap.dedent(source), "t.py", Settings(select=("DTL701",)))
+    report = check_text(textwrap.dedent(source), "t.py", Settings(select=("DTL701",), target_torch="2.9"))
     assert [(f.line, f.fix) for f in report.findings] == [(2, None)]
 
 

@@ -176,7 +176,7 @@ def test_notebook_findings_survive_a_cell_inserted_above(tmp_path):
 
 
 def test_flake8_plugin_reads_the_baseline_from_the_config(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nbaseline = "b.json"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nbaseline = "b.json"\ntarget-torch = "2.4"\n')
     (tmp_path / "train.py").write_text(LEGACY)
     run_cli("check", "--no-cache", "--write-baseline", "b.json", ".", cwd=tmp_path)
     (tmp_path / "train.py").write_text("# moved down\n" + LEGACY + "\nx = torch.cuda.amp.GradScaler()\n")

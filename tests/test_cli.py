@@ -30,6 +30,7 @@ def write(tmp_path, name, text, mode="w"):
 
 def test_findings_print_like_ruff_and_exit_1(tmp_path):
     write(tmp_path, "train.py", DEFECT)
+    write(tmp_path, "requirements.txt", "torch>=2.4\n")  # the replacement exists: a safe fix [*]
     result = run_cli("check", "train.py", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     first = result.stdout.splitlines()[0]
@@ -81,6 +82,7 @@ def test_broken_files_get_dtl001_and_others_are_still_checked(tmp_path):
 
 def test_json_has_exactly_the_documented_keys_and_paths_as_given(tmp_path):
     write(tmp_path, "pkg/train.py", DEFECT)
+    write(tmp_path, "requirements.txt", "torch>=2.4\n")  # the replacement exists: a safe fix
     result = run_cli("check", "--format", "json", "pkg", cwd=tmp_path)
     findings = json.loads(result.stdout)
     assert len(findings) == 1

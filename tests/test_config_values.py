@@ -130,8 +130,13 @@ def test_data_files_are_discovered_but_never_checked_as_python(tmp_path):
     assert discover([str(tmp_path / "config.toml")], Settings()) == []
 
 
+# DTL203 speaks to projects that support torch < 2.3 (issue 21): these projects declare 2.1.
+OLD_TORCH = "torch>=2.1\n"
+
+
 def test_cli_reads_the_config_files_of_the_checked_folder(tmp_path):
     _write(tmp_path, "train.py", KOHYA_LIKE)
+    _write(tmp_path, "requirements.txt", OLD_TORCH)
     _write(tmp_path, "config.toml", '[training]\nmixed_precision = "bf16"\n')
     _write(tmp_path, "broken.yaml", "training:\n\tfp16: [\n")
     _write(tmp_path, "bad.json", "{")
@@ -156,6 +161,7 @@ def test_a_config_without_the_risky_value_stays_silent(tmp_path):
 
 def test_editing_the_config_file_changes_the_cached_result(tmp_path):
     _write(tmp_path, "train.py", KOHYA_LIKE)
+    _write(tmp_path, "requirements.txt", OLD_TORCH)
     config = _write(tmp_path, "config.toml", '[training]\nmixed_precision = "bf16"\n')
     assert run_cli("check", ".", cwd=tmp_path).returncode == 1
     config.write_text('[training]\nmixed_precision = "no"\n')
@@ -176,6 +182,7 @@ def test_flake8_stays_file_local(tmp_path):
 
 
 def test_config_class_defaults_reach_training_arguments_across_files(tmp_path):
+    _write(tmp_path, "requirements.txt", OLD_TORCH)
     _write(tmp_path, "opts.py", "from dataclasses import dataclass\n\n\n@dataclass\nclass Opts:\n"
                                 "    fp16: bool = True\n    bf16: bool = True\n")
     _write(tmp_path, "train.py", "import torch\nfrom transformers import TrainingArguments\n\nfrom opts import Opts\n\n\n"

@@ -21,8 +21,9 @@ from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import REGISTRY, Rule
 from dtype_lint.rules.deprecated_api import DeprecatedAmpApi
 
-SETTINGS = Settings()
-ONLY_201 = Settings(select=("DTL201",))
+# The project runs on torch >= 2.4, where every torch.amp replacement exists: the fixes are safe.
+SETTINGS = Settings(target_torch="2.4")
+ONLY_201 = Settings(select=("DTL201",), target_torch="2.4")
 
 TRAIN = '''"""Fine-tune with mixed precision."""
 import torch

@@ -5,7 +5,8 @@ Fixture files carry ``# expect: DTL...`` comments for the harness in test_fixtur
 keeps comments, so an input's expect comments would survive into its output while the expected
 file marks only the findings that remain. Both sides are compared with expect comments removed.
 Settings come from the nearest pyproject.toml, as for a user (``fixtures/fixes/transformers_4_56``
-targets transformers 4.56, which turns DTL601's rename into a fix).
+targets transformers 4.56, which turns DTL601's rename into a fix), and the target versions from
+the nearest dependency declarations (``fixtures/requirements.txt``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES
-from dtype_lint.config import load_settings
+from dtype_lint.resolver import SettingsResolver
 from dtype_lint.fixer import FixOptions, fix_bytes
 from dtype_lint.rules import all_rules
 
@@ -33,7 +34,9 @@ def _without_expectations(text: str) -> str:
 
 
 def _fix(path):
-    settings = load_settings(str(path))
+    # As for a user: the nearest config, and the targets read from the nearest declarations
+    # (fixtures/requirements.txt: torch >= 2.9).
+    settings = SettingsResolver()(str(path))
     return fix_bytes(path.read_bytes(), str(path), settings, FixOptions(unsafe=True, write=False))
 
 

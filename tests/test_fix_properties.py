@@ -25,7 +25,7 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES, TEST_CACHE
-from dtype_lint.config import load_settings
+from dtype_lint.resolver import SettingsResolver
 from dtype_lint.fixer import FixOptions, fix_bytes
 from dtype_lint.source import decode
 
@@ -75,11 +75,13 @@ def check_fix_properties(tree: Path, tmp_path: Path, config_text: str = "") -> d
         assert _python_files(work) == after, "a second fix run changed files"
 
     # BOM + CRLF variants of the changed files: the same fix, the same bytes around it.
-    settings = load_settings(str(work), str(config))
+    # Each file's settings as the CLI resolved them: the config, and the versions its project declares.
+    resolver = SettingsResolver(str(config))
     variants = 0
     for name in changed:
         if b"\r" in before[name] or before[name].startswith(codecs.BOM_UTF8):
             continue
+        settings = resolver(str(work / name))
         result = fix_bytes(_crlf_bom(before[name]), name, settings, FixOptions(unsafe=True, write=False))
         assert result.output == _crlf_bom(after[name]), f"{name}: the CRLF/BOM variant fixed differently"
         variants += 1

@@ -10,6 +10,7 @@ keeps its fix.
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -18,9 +19,12 @@ from dtype_lint.config import Settings
 from dtype_lint.engine import check_text
 from dtype_lint.fixer import fix_text
 
-SETTINGS = Settings()
+# The project runs on torch >= 2.4: the replacements exist, the fixes are safe.
+SETTINGS = Settings(target_torch="2.4")
 
-REBOUND = {
+# A name the file assigns a choice (issue 21): the call through it is no finding of its own; the
+# assignment of the deprecated API is, once (or not at all where it is an old-torch fallback).
+CHOSEN = {
     # mmengine's shape: the other branch binds an imported class of another library.
     "imported_elsewhere": """
         import torch
@@ -48,6 +52,9 @@ REBOUND = {
             make = NoScaler
         scaler = make(enabled=True)  # CALL
         """,
+}
+
+REBOUND = {
     # the imported name itself is rebound later (a loop target)
     "import_rebound_by_loop": """
         import torch
@@ -114,6 +121,44 @@ def _call_finding(source: str):
     at_call = [f for f in report.findings if f.line == line and f.code in ("DTL201", "DTL210")]
     assert len(at_call) == 1, [(f.line, f.code, f.message) for f in report.findings]
     return text, line, at_call[0]
+
+
+@pytest.mark.parametrize("name", sorted(CHOSEN))
+def test_a_call_through_a_name_assigned_a_choice_is_reported_at_the_assignment_once(name):
+    text = textwrap.dedent(CHOSEN[name])
+    rows = text.splitlines()
+    call = next(n for n, row in enumerate(rows, start=1) if row.endswith("# CALL"))
+    report = check_text(text, "train.py", SETTINGS)
+    found = [(f.line, f.code) for f in report.findings if f.code == "DTL201"]
+    assigned = [n for n, row in enumerate(rows, start=1) if re.search(r"= (GradScaler|AmpScaler)$", row)]
+    assert found == [(assigned[0], "DTL201")] and call not in dict(found), found
+
+
+MEGATRON = """
+    import torch
+    from functools import partial
+
+    try:
+        if is_torch_min_version("2.4.0a0"):
+            custom_fwd = partial(torch.amp.custom_fwd, device_type="cuda")
+        else:
+            custom_fwd = torch.cuda.amp.custom_fwd
+    except:
+        custom_fwd = torch.cuda.amp.custom_fwd
+
+    class LinearWithFrozenWeight(torch.autograd.Function):
+        @staticmethod
+        @custom_fwd
+        def forward(ctx, input, weight):
+            return input @ weight.t()
+    """
+
+
+def test_megatrons_version_gated_alias_with_a_bare_except_fallback_is_no_finding():
+    """Megatron-LM layers.py (6 false findings on main): the alias is torch.amp's on torch >= 2.4;
+    the old spelling only in the version test's else and in the bare ``except:``."""
+    report = check_text(textwrap.dedent(MEGATRON), "layers.py", Settings())
+    assert [f for f in report.findings if f.code == "DTL201"] == []
 
 
 @pytest.mark.parametrize("name", sorted(REBOUND))

@@ -2,7 +2,10 @@
 
 ``# expect: DTL101`` (or ``# expect: DTL101, DTL303``) at the end of a line says exactly which
 codes are reported on that line; the set of (code, line) must match exactly. Fixtures are checked
-at the default settings (min-confidence medium), as a user would run the tool.
+at the default settings (min-confidence medium), as a user would run the tool. A fixture that
+stands for a project with declared versions says so in a comment, ``# fixture-settings:
+target-torch = "2.1"`` (as if its project's requirements declared ``torch>=2.1``): the rules whose
+advice depends on the project's versions (DTL203, DTL701) read them (issue 21).
 """
 
 import re
@@ -18,6 +21,12 @@ from dtype_lint.rules import all_rules
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>DTL\d{3}(?:\s*,\s*DTL\d{3})*)")
 CLEAN = re.compile(r"#\s*fixture-clean:\s*(?P<codes>DTL\d{3}(?:\s*,\s*DTL\d{3})*)")
 FILES = sorted(p for p in FIXTURES.rglob("*.py"))
+SETTING = re.compile(r'#\s*fixture-settings:\s*(?P<key>target-[a-z]+)\s*=\s*"(?P<value>[^"]+)"')
+
+
+def fixture_settings(text: str) -> Settings:
+    targets = {m.group("key").replace("-", "_"): m.group("value") for m in SETTING.finditer(text)}
+    return Settings(**targets)
 
 
 def expected(text: str) -> set[tuple[str, int]]:
@@ -33,7 +42,7 @@ def expected(text: str) -> set[tuple[str, int]]:
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_fixture_findings_match_expectations(path):
     text = path.read_text(encoding="utf-8")
-    report = check_text(text, str(path), Settings())
+    report = check_text(text, str(path), fixture_settings(text))
     assert not report.internal_errors, report.internal_errors
     actual = {(f.code, f.line) for f in report.findings}
     assert sorted(actual) == sorted(expected(text)), "\n".join(

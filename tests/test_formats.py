@@ -136,6 +136,7 @@ def test_output_format_from_config(tmp_path):
 
 # -- GitHub annotations ------------------------------------------------------------------------
 def test_github_annotations_one_per_finding(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n")  # the replacement exists (issue 21)
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "train.py").write_text(DEFECT)
     (tmp_path / "nb.ipynb").write_text(_notebook("import torch\n", "x = 1\ns = torch.cuda.amp.GradScaler()"))

@@ -54,6 +54,7 @@ def test_findings_point_at_cell_and_line(tmp_path):
         cell(["import torch\n"]),
         cell(["model = torch.nn.Linear(4, 4)\n", "scaler = torch.cuda.amp.GradScaler()"], outputs=[OUTPUT]),
     )
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n")  # the replacement exists (issue 21)
     result = check(tmp_path, "train.ipynb", content)
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (
@@ -153,6 +154,7 @@ def test_fix_writes_back_only_the_changed_cell(tmp_path):
     )
     path = tmp_path / "train.ipynb"
     path.write_text(original, encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n")  # the replacements exist: safe fixes
     result = run_cli("fix", *ONLY, "--no-cache", "train.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Fixed train.ipynb: 2 × DTL201" in result.stdout
@@ -173,6 +175,7 @@ def test_fix_writes_back_only_the_changed_cell(tmp_path):
 def test_fix_of_a_cell_held_as_one_string_and_on_stdin(tmp_path):
     original = notebook(cell("import torch\nscaler = torch.cuda.amp.GradScaler()"))
     (tmp_path / "nb.ipynb").write_text(original)
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n")  # the replacement exists: a safe fix
     run_cli("fix", *ONLY, "--no-cache", "nb.ipynb", cwd=tmp_path)
     fixed = json.loads((tmp_path / "nb.ipynb").read_text())
     assert fixed["cells"][0]["source"] == 'import torch\nscaler = torch.amp.GradScaler("cuda")'

@@ -52,6 +52,7 @@ def _project(tmp_path: Path, rev: str, hook_ids: list[str]) -> Path:
     (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {ROOT}\n    rev: {rev}\n    hooks:\n{hooks}")
     (project / "train.py").write_text(DEFECT)
     (project / "README.md").write_text("not python\n")
+    (project / "requirements.txt").write_text("torch>=2.4\n")  # DTL201's replacements exist: safe fixes
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": DEFECT}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5,

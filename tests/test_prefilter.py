@@ -60,8 +60,8 @@ def test_corpus_sample_is_present():
 @pytest.mark.parametrize("rule", RULES, ids=[rule.code for rule in RULES])
 def test_each_rule_alone_keeps_its_invalid_examples(rule):
     """With only this rule enabled, its triggers alone decide: each invalid example must pass."""
-    settings = Settings(select=(rule.code,), min_confidence=Confidence.LOW)
     for example in rule.invalid:
+        settings = Settings(select=(rule.code,), min_confidence=Confidence.LOW, **dict(example.targets))
         assert might_match(example.source, [rule]), f"{rule.code}: no trigger in\n{example.source}"
         assert findings(example.source, "example.py", settings, True) == findings(
             example.source, "example.py", settings, False

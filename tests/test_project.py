@@ -16,6 +16,7 @@ from conftest import FIXTURES, run_cli
 from dtype_lint import engine
 from dtype_lint.cache import Cache
 from dtype_lint.config import Settings
+from dtype_lint.resolver import SettingsResolver
 from dtype_lint.discover import discover_data
 from dtype_lint.findings import Confidence
 from dtype_lint.project import recheck
@@ -49,7 +50,9 @@ def _expected(folder: Path) -> set[tuple[str, str, int]]:
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
 def test_project_fixture_findings_match_expectations(folder):
-    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True, data=_data(folder))
+    # Each file's settings as a user's run resolves them: the versions its project declares too.
+    reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True, data=_data(folder),
+                                 settings_for=SettingsResolver())
     assert not [e for r in reports for e in r.internal_errors]
     actual = {(r.path, f.code, f.line) for r in reports for f in r.findings}
     assert sorted(actual) == sorted(_expected(folder)), [f.message for r in reports for f in r.findings]

@@ -14,8 +14,8 @@ from dtype_lint.rules.base import DOC_HEADINGS
 RULES = [rule for rule in all_rules() if rule.code != "DTL001"]
 
 
-def _findings(rule, source):
-    settings = Settings(select=(rule.code,), min_confidence=Confidence.LOW)
+def _findings(rule, source, targets=()):
+    settings = Settings(select=(rule.code,), min_confidence=Confidence.LOW, **dict(targets))
     report = check_text(source, "example.py", settings, prefilter=False)
     assert not report.internal_errors, report.internal_errors
     return report.findings
@@ -34,7 +34,7 @@ def test_valid_example_is_silent(code, index, source):
 @pytest.mark.parametrize("code,index,example", INVALID, ids=[f"{c}-invalid-{i}" for c, i, _ in INVALID])
 def test_invalid_example_is_flagged_and_fixed(code, index, example):
     rule = next(r for r in RULES if r.code == code)
-    findings = _findings(rule, example.source)
+    findings = _findings(rule, example.source, example.targets)
     assert findings, f"{code} did not flag:\n{example.source}"
     assert {f.code for f in findings} == {code}
     if example.fixed is not None:

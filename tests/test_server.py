@@ -115,8 +115,9 @@ async def _session(project: Path) -> dict:
 
 
 def test_server_diagnostics_code_actions_hover_and_updates(tmp_path):
-    # The nearest pyproject.toml applies: DTL307 (a scaler never used) is left out by it.
-    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nselect = ["DTL001", "DTL2"]\n')
+    # The nearest pyproject.toml applies: DTL307 (a scaler never used) is left out by it, and the
+    # project's torch (>= 2.4) has DTL201's replacement, so the fix is safe.
+    (tmp_path / "pyproject.toml").write_text('[tool.dtype-lint]\nselect = ["DTL001", "DTL2"]\ntarget-torch = "2.4"\n')
     (tmp_path / "train.py").write_text("")
     seen = asyncio.run(_session(tmp_path))
     assert seen["opened"] == [("DTL201", 4, 13)]

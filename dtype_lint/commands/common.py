@@ -25,6 +25,15 @@ def _version(text: str) -> str:
     return text
 
 
+def _python_version(text: str) -> str:
+    from dtype_lint.versions import python_version
+
+    version = python_version(text)
+    if version is None:
+        raise argparse.ArgumentTypeError(f"expected a Python version such as 3.12 or py312, got {text!r}")
+    return version
+
+
 def _confidence(text: str) -> Confidence:
     try:
         return Confidence.parse(text)
@@ -60,7 +69,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force-exclude", action=argparse.BooleanOptionalAction, default=None,
                         help="apply excludes to files named on the command line too (pre-commit's hook does)")
     parser.add_argument("--target-torch", type=_version, metavar="VERSION",
-                        help="oldest torch the code must run on; gates fixes to newer APIs (DTL701)")
+                        help="oldest torch the code must run on (default: read from the project's dependencies);"
+                             " API-migration rules suggest only what it has")
+    parser.add_argument("--target-transformers", type=_version, metavar="VERSION",
+                        help="oldest transformers the code must run on (default: read from the project)")
+    parser.add_argument("--target-version", type=_python_version, metavar="VERSION",
+                        help="oldest Python the code must run on, 3.12 or py312 (default: requires-python)")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="count", default=0,
                            help="print findings only, no summary (-qq: print nothing, exit status only)")
@@ -95,6 +109,8 @@ def resolver_from_args(args: argparse.Namespace):
             output_format=args.format,
             force_exclude=args.force_exclude,
             target_torch=args.target_torch,
+            target_transformers=args.target_transformers,
+            target_version=args.target_version,
         ),
         extend_exclude=args.extend_exclude or (),
     )

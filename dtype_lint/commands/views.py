@@ -65,11 +65,18 @@ def show_settings(paths: list[str], settings, out: TextIO) -> None:
     out.write(f"# settings for {printable(paths[0])}\n")
     out.write(f"# config: {printable(str(settings.config_path or '(none: defaults)'))}\n")
     out.write(f"# root: {printable(str(settings.root))}\n")
+    sources = dict(settings.target_sources)
     for field in dataclasses.fields(settings):
-        if field.name in ("root", "config_path"):
+        if field.name in ("root", "config_path", "target_sources"):
             continue
         key, value = field.name.replace("_", "-"), getattr(settings, field.name)
-        out.write(f"# {key}: not set\n" if value is None else f"{key} = {_toml_value(value)}\n")
+        # Targets say where they came from: the configuration, the command line or a declaration.
+        source = sources.get(key)
+        if value is None:
+            why = f" ({source})" if source else (" (no lower bound declared)" if key.startswith("target-") else "")
+            out.write(f"# {key}: not set{why}\n")
+        else:
+            out.write(f"{key} = {_toml_value(value)}" + (f"  # from {source}" if source else "") + "\n")
 
 
 def describe_configs(files: list[tuple[str, str]], resolver, out: TextIO) -> None:

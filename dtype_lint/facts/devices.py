@@ -55,7 +55,7 @@ def _parameter_default(scope: cst.CSTNode, name: str) -> cst.BaseExpression | No
     return False
 
 
-def _argparse_default(ctx, attribute: str) -> cst.BaseExpression | None:
+def argparse_default(ctx, attribute: str) -> cst.BaseExpression | None:
     """``default="cpu"`` of ``parser.add_argument("--device", ...)`` for ``opt.device``."""
     flags = {f"--{attribute}", f"--{attribute.replace('_', '-')}"}
     for call in training_facts(ctx).calls:
@@ -93,7 +93,7 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
     elif not found and isinstance(scope, cst.FunctionDef) and "." not in name:
         found |= device_choices(ctx, expr, ctx.module, depth + 1)  # a module-level ``device = ...``
     if not found and "." in name:
-        default_flag = _argparse_default(ctx, name.rsplit(".", 1)[-1])
+        default_flag = argparse_default(ctx, name.rsplit(".", 1)[-1])
         if default_flag is not None:  # the flag's default; the command line may name another
             found |= device_choices(ctx, default_flag, ctx.module, depth + 1) | {OTHER}
     return frozenset(found)

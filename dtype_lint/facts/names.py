@@ -221,6 +221,18 @@ class NameBindings:
         for name in names:
             self._bind(name, value if len(names) == 1 else None)
 
+    def chooses_between(self, name: str, qualified: str) -> bool:
+        """``name`` is assigned (``=``) in the file, and some assignment gives it something other
+        than ``qualified``: a choice made at run time (Megatron-LM's ``custom_fwd = partial(
+        torch.amp.custom_fwd, ...)`` on new torch, ``torch.cuda.amp.custom_fwd`` in the fallback;
+        mmengine's ``scaler_type = GradScaler`` or ``ShardedGradScaler``)."""
+        if name not in self.assigned:
+            return False
+        return any(
+            value is not None and self._imports.qualified_names(value) != (qualified,)
+            for value in self._values.get(name, ())
+        )
+
     def sole_qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The one qualified name ``node`` refers to wherever the file binds its head name (an
         import, or ``alias = <that import>``); None when the head is bound to anything else."""

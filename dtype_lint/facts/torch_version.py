@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # A condition about the installed torch: a version comparison or a feature probe of torch.amp.
 _VERSION_TEST = re.compile(r"version|TORCH_(GREATER|LESS|GE|GT|LE|LT|\d)|hasattr\(\s*torch(\.amp)?\s*,", re.IGNORECASE)
 # The exceptions an older torch raises for the newer API (missing attribute, unknown argument).
-_FALLBACK_ERRORS = re.compile(r"\b(AttributeError|ImportError|ModuleNotFoundError|TypeError)\b")
+_FALLBACK_ERRORS = re.compile(r"\b(AttributeError|ImportError|ModuleNotFoundError|TypeError|Exception)\b")
 
 
 def in_old_torch_fallback(ctx: FileContext, node: cst.CSTNode) -> bool:
@@ -38,8 +38,9 @@ def in_old_torch_fallback(ctx: FileContext, node: cst.CSTNode) -> bool:
                 return True
         if isinstance(parent, (cst.IndentedBlock, cst.Module)) and _after_new_torch_return(ctx, parent, child):
             return True
-        if isinstance(parent, cst.ExceptHandler) and parent.type is not None:
-            if _FALLBACK_ERRORS.search(ctx.code_for(parent.type)):
+        if isinstance(parent, cst.ExceptHandler):
+            # A bare ``except:`` (Megatron-LM) catches what an old torch raises too.
+            if parent.type is None or _FALLBACK_ERRORS.search(ctx.code_for(parent.type)):
                 attempt = ctx.parent(parent)
                 if isinstance(attempt, cst.Try) and "amp." in ctx.code_for(attempt.body):
                     return True

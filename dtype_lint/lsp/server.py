@@ -32,10 +32,13 @@ class DtypeLintServer(LanguageServer):
 
 @functools.lru_cache(maxsize=64)
 def _settings_for(directory: str) -> Settings:
+    from dtype_lint.targets import with_project_targets
+
     try:
-        return load_settings(directory)
+        settings = load_settings(directory)
     except UsageError:
-        return Settings(root=directory)
+        settings = Settings(root=directory)
+    return with_project_targets(settings, directory)
 
 
 def settings_for(path: str) -> Settings:

@@ -28,6 +28,7 @@ from dtype_lint.facts.training import (
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.versions import at_least
 
 # What torch.autocast accepts as device_type (torch 2.13: "Expected one of cpu, cuda, ... device").
 AUTOCAST_DEVICES = (
@@ -216,9 +217,16 @@ class AutocastDeviceMismatch(Rule):
         return result
 
 
-AUTOCAST_FAILS = 'autocast raises "Current CUDA Device does not support bfloat16"'
-TRAINER_FAILS = "the trainer refuses to start (no bf16 support on this device)"
+AUTOCAST_FAILS = 'CUDA autocast raises "Current CUDA Device does not support bfloat16"'
+TRAINER_FAILS = "bf16 training is refused (`is_bf16_supported()` is False there)"
 LOAD_FAILS = "there are no native bf16 kernels: matmuls are emulated (slow) or fail"
+# torch 2.3 made ``torch.cuda.is_bf16_supported()`` count emulated bf16 (its default
+# ``including_emulation=True``): from then on a pre-Ampere GPU answers True, CUDA autocast and the
+# frameworks' bf16 checks accept it, and bf16 runs (slowly). Before, the check was
+# ``major >= 8`` alone: on torch 2.2.2 a V100 answers False (pytorch/pytorch#124996).
+BF16_EMULATED = (2, 3)
+# The examples' project supports torch 2.1 (Lightning's floor), where the failure is real.
+OLD_TORCH = (("target_torch", "2.1"),)
 
 
 class Bf16Unchecked(Rule):
@@ -234,19 +242,27 @@ class Bf16Unchecked(Rule):
     call to
     `torch.cuda.is_bf16_supported()` (or transformers' `is_torch_bf16_gpu_available`, accelerate's
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
-    check; TPU scripts (`torch_xla`), CPU autocast and `Accelerator(cpu=True)` are never flagged,
+    check; TPU scripts (`torch_xla`), FP8 training (`torchao.float8`, `transformer_engine`: Ada or
+    Hopper GPUs only), CPU autocast and `Accelerator(cpu=True)` are never flagged,
     and test files (`tests/`, `test_*.py`) only at low confidence, since a test suite runs on
     hardware its CI chose. An autocast whose `dtype=` is a variable bound once to bf16
     (`amp_dtype = torch.bfloat16`, nanoGPT's `dtype = 'bfloat16'`) is reported at that line, the
     one to change, once for all its autocasts. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
     a bf16 load is mostly for inference, which older GPUs still run, and is usually deliberate.
 
+    Reported only for a project that supports a torch older than 2.3 (`target-torch`, read from
+    its dependencies): there the failure is real. From torch 2.3 on, `is_bf16_supported()` counts
+    emulated bf16, nothing raises on a pre-Ampere GPU and bf16 runs, only slowly; a project on a
+    newer or an undeclared torch gets no finding.
+
     ## Why is this bad?
-    bf16 needs an Ampere or newer GPU. On a V100 or T4 CUDA autocast raises "Current CUDA Device
-    does not support bfloat16. Please switch dtype to float16." and `TrainingArguments(bf16=True)`
-    refuses to start (karpathy/nanoGPT#277). Even the check is not a full guarantee: it reports
-    True for emulated bf16 on some devices (pytorch/pytorch#148322), but without it the script
-    has no fp16 fallback at all.
+    CUDA autocast raises "Current CUDA Device does not support bfloat16. Please switch dtype to
+    float16." whenever `torch.cuda.is_bf16_supported()` is False, and the frameworks' bf16
+    checks ask the same function (`TrainingArguments(bf16=True)` refuses to start,
+    karpathy/nanoGPT#277). Before torch 2.3 that function answered False on every pre-Ampere GPU
+    (a V100 on torch 2.2.2: pytorch/pytorch#124996), so a project that still supports such a torch
+    fails there. The fallback is float32, not float16: a model pretrained in bf16 (Gemma, Qwen,
+    Llama 3) can overflow float16's range.
 
     ## Example
     ```python
@@ -256,14 +272,14 @@ class Bf16Unchecked(Rule):
 
     ## Use instead
     ```python
-    amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
-    with torch.autocast("cuda", dtype=amp_dtype):
+    use_bf16 = torch.cuda.is_bf16_supported()  # False on pre-Ampere GPUs before torch 2.3
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):  # float32 otherwise
         loss = model(x, y)
     ```
+    or raise the project's torch bound to 2.3.
 
     ## Fix safety
-    No fix: the fallback (fp16 with a GradScaler, or fp32) changes how the script trains.
+    No fix: the fallback (float32, or a newer torch) changes how the script runs.
     """
 
     code = "DTL203"
@@ -282,6 +298,8 @@ class Bf16Unchecked(Rule):
         (exact_word("bf16"), exact_word("bfloat16"), exact_word("Trainer"), exact_word("Fabric")),
     )
     valid = (
+        # No torch bound declared (or >= 2.3): bf16 is accepted everywhere, emulated where need be.
+        "import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
         "import torch\ndtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
         "with torch.autocast('cuda', dtype=dtype):\n    loss = model(x)\n",
         "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    loss = model(x)\n",
@@ -290,22 +308,26 @@ class Bf16Unchecked(Rule):
         "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16', cpu=True)\n",
     )
     invalid = (
-        Invalid("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n"),
-        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='out', bf16=True)\n"),
+        Invalid("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n", targets=OLD_TORCH),
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='out', bf16=True)\n", targets=OLD_TORCH),
         Invalid(
             "import torch\ndtype = 'bfloat16'\nptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
-            "ctx = torch.amp.autocast(device_type='cuda', dtype=ptdtype)\nwith ctx:\n    logits, loss = model(X, Y)\n"
+            "ctx = torch.amp.autocast(device_type='cuda', dtype=ptdtype)\nwith ctx:\n    logits, loss = model(X, Y)\n",
+            targets=OLD_TORCH,
         ),
-        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n"),
+        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n", targets=OLD_TORCH),
         Invalid(
             "import lightning as L\ndef setup(precision=None, tpu=False):\n    if precision is None:\n"
-            "        precision = '32-true' if tpu else 'bf16-mixed'\n    return L.Fabric(precision=precision)\n"
+            "        precision = '32-true' if tpu else 'bf16-mixed'\n    return L.Fabric(precision=precision)\n",
+            targets=OLD_TORCH,
         ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        if at_least(self.ctx.settings.target_torch, BF16_EMULATED) is not False:
+            return  # torch >= 2.3 (or undeclared): bf16 is accepted on every CUDA GPU, emulated if need be
         facts = training_facts(self.ctx)
-        if facts.bf16_guarded or facts.uses_xla:
+        if facts.bf16_guarded or facts.uses_xla or self._needs_fp8_hardware():
             return
         reported: set[int] = set()
         for call in facts.calls:
@@ -324,7 +346,9 @@ class Bf16Unchecked(Rule):
             self.report(
                 anchor,
                 f"{what} but this file never checks `torch.cuda.is_bf16_supported()`: on a pre-Ampere GPU"
-                f" {consequence}; add the check with an fp16 + GradScaler fallback",
+                f" with torch < 2.3 (this project supports torch {self.ctx.settings.target_torch}) {consequence};"
+                " check it and fall back to float32 (not float16, which a bf16-pretrained model can overflow),"
+                " or require torch >= 2.3",
                 confidence=confidence,
             )
 
@@ -382,6 +406,12 @@ class Bf16Unchecked(Rule):
                     # and on unseen code the hard-coded choice was deliberate 6 times in 7 (issue 14).
                     return value, what, LOAD_FAILS, Confidence.LOW
         return None
+
+    def _needs_fp8_hardware(self) -> bool:
+        """FP8 training (torchao's float8, Transformer Engine) runs only on Ada/Hopper GPUs, which
+        all have native bf16 (Lightning's fp8_distributed_transformer examples)."""
+        names = self.ctx.names
+        return names.is_imported("torchao.float8") or names.is_imported("transformer_engine")
 
     def _choosing_line(self, facts, call: cst.Call) -> cst.CSTNode | None:
         """The one unconditional assignment that picks bf16 for an autocast's ``dtype=`` variable:

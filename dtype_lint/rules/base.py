@@ -38,10 +38,13 @@ class DuplicateRuleError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Invalid:
-    """An example the rule must flag; ``fixed`` is the source after all its fixes (unsafe too)."""
+    """An example the rule must flag; ``fixed`` is the source after all its fixes (unsafe too).
+    ``targets``: the project versions it is checked under (``(("target_torch", "2.9"),)``), for
+    rules whose advice depends on them."""
 
     source: str
     fixed: str | None = None
+    targets: tuple[tuple[str, str], ...] = ()
 
 
 class Rule:

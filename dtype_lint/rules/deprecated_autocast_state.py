@@ -8,6 +8,7 @@ from dtype_lint.facts.torch_version import in_old_torch_fallback
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.migration import TORCH_AUTOCAST_STATE
 
 # Deprecated function -> (replacement, device). Every one warns on torch 2.13 ("torch.get_autocast_gpu_dtype()
 # is deprecated. Please use torch.get_autocast_dtype('cuda') instead."); the replacements exist since 2.4.
@@ -51,9 +52,12 @@ class DeprecatedAutocastState(Rule):
     dtype = torch.get_autocast_dtype("cuda")
     ```
 
+    Only where the project can take the advice: a project whose oldest supported torch
+    (`target-torch`, read from its dependencies) is older than 2.4 gets no finding.
+
     ## Fix safety
-    Safe: the deprecated function calls the device-generic one with that device (torch >= 2.4,
-    where the device-generic functions exist). The fix needs `torch` imported as a module, and
+    Safe when the project's oldest torch is 2.4 or later (the deprecated function calls the
+    device-generic one with that device); unsafe when the project declares no torch bound. The fix needs `torch` imported as a module, and
     is not offered for a call through a name the file also binds to something else (`get_dtype =
     torch.get_autocast_gpu_dtype` in one branch, another function in the other).
     """
@@ -91,13 +95,15 @@ class DeprecatedAutocastState(Rule):
         if found is None or in_old_torch_fallback(self.ctx, node) or self._after_trying_new(node):
             return
         qualified, replacement, device = found
-        self.report(
-            node.func,
-            f"`{qualified}()` is deprecated since torch 2.4 (a warning on every call); use "
-            f"`{replacement}(\"{device}\"{', ...' if node.args else ''})`",
-            confidence=Confidence.HIGH,
-            fix=self._fix(node, qualified, replacement, device),
-        )
+        available = TORCH_AUTOCAST_STATE.available(self.ctx.settings)
+        if available is False:
+            return  # the project still supports a torch without the device-generic function
+        message = (f"`{qualified}()` is deprecated since torch 2.4 (a warning on every call); use "
+                   f"`{replacement}(\"{device}\"{', ...' if node.args else ''})`")
+        if available is None:
+            message += TORCH_AUTOCAST_STATE.unknown_note()
+        fix = TORCH_AUTOCAST_STATE.gate_fix(self._fix(node, qualified, replacement, device), available)
+        self.report(node.func, message, confidence=Confidence.HIGH, fix=fix)
 
     def _deprecated(self, func: cst.BaseExpression) -> tuple[str, str, str] | None:
         for qualified in self.ctx.names.qualified_names(func):

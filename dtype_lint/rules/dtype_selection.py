@@ -177,11 +177,11 @@ class PrecisionNameMismatch(Rule):
     Flags code where a name that says one low precision selects the other dtype: a mapping
     `{"bf16": torch.float16}` / `{"fp16": torch.bfloat16}`, a branch
     `if precision == "bf16": dtype = torch.float16`, and a conditional
-    `torch.float16 if args.bf16 else ...`; and a conditional that picks another float dtype
-    (`torch.float32 if args.fp16 else ...`) where a sibling conditional of the same function, on
-    the same condition, picks the named one (qlora's `compute_dtype` and `torch_dtype`). Names are
-    read word by word (`bf16-mixed`, `use_fp16`, `bfloat16`, `half`); keys naming both or neither
-    are ignored.
+    `torch.float16 if args.bf16 else ...`. Names are read word by word (`bf16-mixed`,
+    `use_fp16`, `bfloat16`, `half`); keys naming both or neither are ignored. float32 chosen
+    under a low-precision name is not a mismatch, even beside a float16 compute dtype: mixed
+    precision keeps float32 master weights (GradScaler refuses float16 gradients), which is the
+    QLoRA idiom `torch_dtype = torch.float32 if args.fp16 else ...` (LLaVA, qlora).
 
     ## Why is this bad?
     The user asks for bfloat16 and gets float16 (or the reverse): a bfloat16-pretrained model
@@ -201,9 +201,7 @@ class PrecisionNameMismatch(Rule):
 
     ## Fix safety
     Unsafe: it replaces the dtype with the one the name says, which changes the precision the
-    program runs at. High confidence: the name and the dtype disagree on the line itself; medium
-    for the sibling conditionals (float32 master weights beside a float16 compute dtype can be
-    meant).
+    program runs at. High confidence: the name and the dtype disagree on the line itself.
     """
 
     code = "DTL707"
@@ -217,6 +215,9 @@ class PrecisionNameMismatch(Rule):
         "import torch\ndtype = torch.bfloat16 if args.bf16 else torch.float16\n",
         # float32 master weights for fp16 mixed precision are correct
         "import torch\ndtype = torch.float32 if args.fp16 else torch.bfloat16\n",
+        # ... also beside a float16 compute dtype on the same flag (LLaVA's and qlora's QLoRA setup)
+        "import torch\ndef load(args):\n    compute = torch.float16 if args.fp16 else torch.float32\n"
+        "    config.torch_dtype = torch.float32 if args.fp16 else torch.float32\n",
     )
     invalid = (
         Invalid(
@@ -230,12 +231,6 @@ class PrecisionNameMismatch(Rule):
         Invalid(
             "import torch\nweight_dtype = torch.bfloat16 if args.fp16 else torch.float32\n",
             fixed="import torch\nweight_dtype = torch.float16 if args.fp16 else torch.float32\n",
-        ),
-        Invalid(
-            "import torch\ndef load(opt):\n    compute = torch.float16 if opt.use_fp16 else torch.float32\n"
-            "    return build(compute, dtype=torch.float32 if opt.use_fp16 else torch.float32)\n",
-            fixed="import torch\ndef load(opt):\n    compute = torch.float16 if opt.use_fp16 else torch.float32\n"
-            "    return build(compute, dtype=torch.float16 if opt.use_fp16 else torch.float32)\n",
         ),
     )
 
@@ -260,36 +255,6 @@ class PrecisionNameMismatch(Rule):
         named = self._condition_precision(node.test)
         if named is not None:
             self._check_value(named, node.body, self.ctx.code_for(node.test).strip())
-            self._check_sibling(named, node)
-
-    def _check_sibling(self, named: str, node: cst.IfExp) -> None:
-        """``torch.float32 if args.fp16 else ...`` where another ternary of the same function on
-        the same condition picks ``torch.float16``: the two disagree on what the flag means."""
-        chosen = _torch_dtype(self.ctx, node.body) if isinstance(node.body, cst.Attribute) else None
-        if chosen is None or chosen == named or chosen not in ("float32", "float16", "bfloat16"):
-            return
-        test = self.ctx.code_for(node.test).strip()
-        scope = self.ctx.enclosing(node, cst.FunctionDef)
-        for other in self.ctx.all_nodes:
-            if type(other) is not cst.IfExp or other is node or not isinstance(other.body, cst.Attribute):
-                continue
-            if self.ctx.code_for(other.test).strip() != test or self.ctx.enclosing(other, cst.FunctionDef) is not scope:
-                continue
-            if _torch_dtype(self.ctx, other.body) != named:
-                continue
-            message = (
-                f"`{test}` names {named} but selects `{self.ctx.code_for(node.body).strip()}` ({chosen}), while"
-                f" line {self.ctx.position(other).start.line} selects `{self.ctx.code_for(other.body).strip()}` on the"
-                f" same condition: the run gets {chosen} here where {named} was asked for"
-            )
-            fix = None
-            torch_name = self.module_for_fix("torch")
-            if torch_name is not None:
-                fix = Fix(Safety.UNSAFE, (self.replace(node.body, f"{torch_name[0]}.{named}"), *torch_name[1]),
-                          f"select {named}")
-            # Medium: float32 master weights beside a float16 compute dtype can be meant.
-            self.report(node.body, message, confidence=Confidence.MEDIUM, fix=fix)
-            return
 
     def _condition_precision(self, test: cst.BaseExpression) -> str | None:
         """``x == "bf16"`` -> bfloat16; ``args.fp16`` / ``use_bf16`` (a flag) -> its name's dtype."""

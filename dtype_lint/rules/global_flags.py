@@ -14,6 +14,7 @@ from dtype_lint.facts.training import calls_in, child_nodes
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.migration import TORCH_FP32_PRECISION
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -46,8 +47,8 @@ class Tf32LegacyFlags(Rule):
     ## Why is this bad?
     Since torch 2.9 TF32 is controlled by `fp32_precision` (`"tf32"` or `"ieee"`) per backend and
     operator; the `allow_tf32` flags are slated for deprecation. Worse, the two APIs do not mix: once
-    any `fp32_precision` is set, reading a legacy flag raises "...you have used mix of the legacy
-    and new APIs to set the TF32 status...". And TF32 itself keeps only 10 mantissa bits in matmuls
+    any `fp32_precision` is set, reading a legacy flag that disagrees with it raises "...you have
+    used mix of the legacy and new APIs to set the TF32 status..." (checked on 2.13). And TF32 itself keeps only 10 mantissa bits in matmuls
     and convolutions: a precision decision that deserves one explicit spelling.
 
     ## Example
@@ -63,12 +64,16 @@ class Tf32LegacyFlags(Rule):
     torch.backends.cudnn.rnn.fp32_precision = "tf32"
     ```
 
+    Reported only where the project can move: its oldest supported torch (`target-torch`, read
+    from its dependencies) is 2.9 or later. The legacy flags work on every torch and do not warn
+    (checked on 2.13), so a project on an older or an undeclared torch is told nothing, unless the
+    same file also sets a `torch.backends...fp32_precision`: then a legacy read raises.
+
     ## Fix safety
     Safe: `allow_tf32 = True` / `False` becomes `fp32_precision = "tf32"` / `"ieee"` (cuDNN's flag
     covers convolutions and RNNs, so it becomes two lines), the documented equivalent on torch >= 2.9
     (checked on 2.13: the new settings read back as set, and a legacy read afterwards raises).
-    Code that must still run on torch < 2.9 sets `target-torch` (e.g. `"2.4"`): the fix is then
-    not offered. Offered only for literal `True`/`False` on a line of its own, and only when every mention of
+    Offered only when the project's oldest torch is 2.9 or later, only for literal `True`/`False` on a line of its own, and only when every mention of
     `allow_tf32` in the file is such an assignment: a legacy read left behind would raise.
     """
 
@@ -83,23 +88,32 @@ class Tf32LegacyFlags(Rule):
         "import torch\ntorch.set_float32_matmul_precision('high')\n",
         "import torch\nprint(torch.backends.cuda.matmul.allow_tf32)\n",
         "config = {}\nconfig.allow_tf32 = True\n",
+        # A project that has not declared torch >= 2.9 cannot move; nothing warns today.
+        "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
+        # detectron2: a local variable named fp32_precision is not torch's setting.
+        "import torch\ntorch.backends.cudnn.allow_tf32 = True\nfp32_precision = cfg.get('fp32_precision')\n",
     )
     invalid = (
         Invalid(
             "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True  # faster matmuls\n",
             fixed='import torch\ntorch.backends.cuda.matmul.fp32_precision = "tf32"  # faster matmuls\n',
+            targets=(("target_torch", "2.9"),),
         ),
         Invalid(
             "import torch as T\ndef setup():\n    T.backends.cudnn.allow_tf32 = False\n",
             fixed='import torch as T\ndef setup():\n    T.backends.cudnn.conv.fp32_precision = "ieee"\n'
             '    T.backends.cudnn.rnn.fp32_precision = "ieee"\n',
+            targets=(("target_torch", "2.9"),),
         ),
         Invalid(
-            "from torch.backends import cuda\ncuda.matmul.allow_tf32 = args.tf32\n"
+            "from torch.backends import cuda\ncuda.matmul.allow_tf32 = args.tf32\n", targets=(("target_torch", "2.10"),)
         ),
         Invalid(
-            "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nif torch.backends.cudnn.allow_tf32:\n    pass\n"
+            "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nif torch.backends.cudnn.allow_tf32:\n    pass\n",
+            targets=(("target_torch", "2.9"),),
         ),
+        # Whatever the target: the file also uses the new API, and a legacy read would raise.
+        Invalid('import torch\ntorch.backends.cudnn.allow_tf32 = True\ntorch.backends.cuda.matmul.fp32_precision = "tf32"\n'),
     )
     valid = valid + (
         # Saving and restoring: only the writes to the flag itself are findings.
@@ -117,6 +131,11 @@ class Tf32LegacyFlags(Rule):
             if qualified is None:
                 continue
             mixed = self._new_api_line()
+            available = TORCH_FP32_PRECISION.available(self.ctx.settings)
+            if mixed is None and not available:
+                # The legacy flag works on every torch and does not warn (checked on 2.13): the only
+                # reason to move is the new API, which the project's oldest torch must have.
+                continue
             value = literal_bool(node.value)
             new = {True: "tf32", False: "ieee"}.get(value)
             prefix = self.ctx.code_for(target.target.value)
@@ -127,20 +146,27 @@ class Tf32LegacyFlags(Rule):
                 spelled = f"`{prefix}.{'' if qualified.endswith('matmul.allow_tf32') else 'conv/rnn.'}fp32_precision`"
             message = f"`{qualified}` is the legacy TF32 switch (slated for deprecation): use {spelled}"
             if mixed is not None:
-                message += f"; mixing it with `fp32_precision` (line {mixed}) raises at run time"
-            self.report(target.target, message, confidence=Confidence.HIGH, fix=self._fix(node, target, qualified, new))
+                message += (f"; this file also sets the new `fp32_precision` (line {mixed}): after that, reading a"
+                            " legacy `allow_tf32` flag that disagrees with it raises RuntimeError")
+            fix = self._fix(node, target, qualified, new) if available else None
+            self.report(target.target, message, confidence=Confidence.HIGH, fix=fix)
 
     def _new_api_line(self) -> int | None:
-        for number, line in enumerate(self.ctx.lines, start=1):
-            if "fp32_precision" in line and not line.lstrip().startswith("#"):
-                return number
+        """The first write to a ``torch.backends...fp32_precision`` setting (by what the name
+        resolves to: a local variable called ``fp32_precision`` is no such write)."""
+        for node in self.ctx.all_nodes:
+            if type(node) is not cst.Assign:
+                continue
+            for target in node.targets:
+                if isinstance(target.target, cst.Attribute) and target.target.attr.value == "fp32_precision":
+                    names = self.ctx.names.qualified_names(target.target)
+                    if any(name.startswith("torch.backends.") for name in names):
+                        return self.ctx.position(node).start.line
         return None
 
     def _fix(self, node: cst.Assign, target: cst.AssignTarget, qualified: str, new: str | None) -> Fix | None:
         if new is None or len(node.targets) != 1 or not _lone_small_statement(self.ctx, node):
             return None
-        if not version_at_least(self.ctx.settings.target_torch, FP32_PRECISION_RELEASE):
-            return None  # the project still runs on a torch without fp32_precision
         if self._legacy_mentions() != self._fixable_assignments():
             return None  # a legacy read or a computed assignment stays: the new API would make it raise
         prefix = self.ctx.code_for(target.target.value)
@@ -173,17 +199,6 @@ class Tf32LegacyFlags(Rule):
                 if literal_bool(node.value) is not None:
                     count += 1
         return count
-
-
-# torch's first release with the per-backend ``fp32_precision`` settings.
-FP32_PRECISION_RELEASE = (2, 9)
-
-
-def version_at_least(target: str | None, release: tuple[int, ...]) -> bool:
-    """No target given means the current torch; else compare the dotted version with ``release``."""
-    if target is None:
-        return True
-    return tuple(int(part) for part in target.split(".")) >= release
 
 
 # -- DTL702 ------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.amp import DTYPE_NAMES
+from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import keyword
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -43,6 +45,10 @@ class WeightDtypeFromArgs(Rule):
         weight_dtype = torch.float16
     ```
 
+    Not flagged where the flag decides: the file passes it to `Accelerator(mixed_precision=...)`
+    and its `add_argument` default is a string (`"no"`), never None; accelerate reads the
+    launcher's setting only when the argument is None.
+
     ## Fix safety
     Unsafe: it replaces the flag with `<accelerator>.mixed_precision`, which changes the dtype
     whenever the launcher's setting differs from the flag. Medium confidence: a script run
@@ -60,6 +66,11 @@ class WeightDtypeFromArgs(Rule):
         "weight_dtype = torch.float32\nif accelerator.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
         # no Accelerator in the file: the flag is the only source
         "import torch\nweight_dtype = torch.float32\nif args.mixed_precision == 'fp16':\n    weight_dtype = torch.float16\n",
+        # the flag, never None, is what the Accelerator is given: it decides (sd-scripts)
+        "import argparse\nimport torch\nfrom accelerate import Accelerator\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--mixed_precision', default='no', choices=['no', 'fp16', 'bf16'])\nargs = p.parse_args()\n"
+        "accelerator = Accelerator(mixed_precision=args.mixed_precision)\n"
+        "weight_dtype = torch.float16 if args.mixed_precision == 'fp16' else torch.float32\n",
     )
     invalid = (
         Invalid(
@@ -73,6 +84,13 @@ class WeightDtypeFromArgs(Rule):
             "    dtype = torch.bfloat16 if cfg.mixed_precision == 'bf16' else torch.float32\n",
             fixed="import torch\nfrom accelerate import Accelerator\ndef main(cfg):\n    acc = Accelerator()\n"
             "    dtype = torch.bfloat16 if acc.mixed_precision == 'bf16' else torch.float32\n",
+        ),
+        # a flag that defaults to None leaves the precision to `accelerate launch` (diffusers#1272)
+        Invalid(
+            "import argparse\nimport torch\nfrom accelerate import Accelerator\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--mixed_precision', default=None, choices=['no', 'fp16', 'bf16'])\nargs = p.parse_args()\n"
+            "accelerator = Accelerator(mixed_precision=args.mixed_precision)\n"
+            "weight_dtype = torch.float16 if args.mixed_precision == 'fp16' else torch.float32\n"
         ),
     )
 
@@ -129,6 +147,8 @@ class WeightDtypeFromArgs(Rule):
     def _report(self, flag: cst.Attribute) -> None:
         if not self._accelerators and not self._constructs_accelerator():
             return
+        if self._flag_decides(flag):
+            return
         fix = None
         if self._accelerators:
             fix = Fix(Safety.UNSAFE, (self.replace(flag.value, self._accelerators[0]),), "read the Accelerator's precision")
@@ -143,6 +163,9 @@ class WeightDtypeFromArgs(Rule):
         )
 
     def _constructs_accelerator(self) -> bool:
+        return bool(self._accelerator_calls())
+
+    def _accelerator_calls(self) -> list[cst.Call]:
         found = []
 
         class _Find(cst.CSTVisitor):
@@ -151,7 +174,20 @@ class WeightDtypeFromArgs(Rule):
                     found.append(node)
 
         self.ctx.module.visit(_Find())
-        return bool(found)
+        return found
+
+    def _flag_decides(self, flag: cst.Attribute) -> bool:
+        """``Accelerator(mixed_precision=args.mixed_precision)`` with ``add_argument(
+        "--mixed_precision", default="no")``: accelerate takes the launcher's setting only when
+        the argument is None, and this flag never is, so the Accelerator's precision is the flag
+        (sd-scripts' train_util.py). A flag that defaults to None still leaves it to the launcher."""
+        name = dotted_name(flag)
+        passed = any(dotted_name(keyword(call, "mixed_precision") or cst.Name("None")) == name
+                     for call in self._accelerator_calls())
+        if not passed:
+            return False
+        default = argparse_default(self.ctx, flag.attr.value)
+        return isinstance(default, cst.SimpleString)
 
 
 # -- DTL511 ------------------------------------------------------------------------------------

@@ -154,6 +154,22 @@ def forward_casts_inputs(ctx, module: Value) -> bool:
     return _class_forward_casts(ctx.module, module.info)
 
 
+def in_named_autocast(ctx, node: cst.CSTNode) -> bool:
+    """Inside ``with <something>autocast<something>(...):`` that the flow does not resolve
+    (lerobot's ``policy._autocast_context()``, defined in another file, returns
+    ``torch.autocast(bf16)``): an autocast region of unknown dtype, where "no autocast region is
+    active" cannot be claimed."""
+    statement = ctx.enclosing(node, cst.With)
+    while statement is not None:
+        for item in statement.items:
+            call = item.item
+            name = dotted_name(call.func) if isinstance(call, cst.Call) else None
+            if name is not None and "autocast" in name.rsplit(".", 1)[-1].lower():
+                return True
+        statement = ctx.enclosing(statement, cst.With)
+    return False
+
+
 def arguments(call: cst.Call):
     yield from call.args
 
@@ -240,6 +256,9 @@ class LowpModelFp32Input(Rule):
     valid = (
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nwith torch.autocast('cuda'):\n    model(torch.randn(1, 10))\n",
+        # a project's own autocast helper, defined elsewhere (lerobot's molmoact2 test)
+        "import torch\nblock = torch.nn.Linear(4, 4).to(dtype=torch.bfloat16)\nwith policy._autocast_context():\n"
+        "    y = block(torch.ones(2, 4, dtype=torch.float32))\n",
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nmodel(batch)\n",
         "import torch\nmodel = AutoModel.from_pretrained('m', torch_dtype=torch.float16)\nids = tok('hi', return_tensors='pt')\nmodel(**ids)\n",
         "import torch\nclass Predictor:\n    def __init__(self):\n        self.model = torch.nn.Conv2d(3, 3, 3).half()\n"
@@ -274,6 +293,8 @@ class LowpModelFp32Input(Rule):
         if isinstance(module.info, str) and "Pipeline" in module.info:
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
+            return
+        if in_named_autocast(self.ctx, node):
             return
         low = FP16 if FP16 in module.dtypes else next(d for d in ("bf16",) if d in module.dtypes)
         if _root_name(module_node) == "self" and _in_module_class(self.ctx, node) \

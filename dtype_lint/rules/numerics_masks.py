@@ -431,18 +431,21 @@ class AdditiveMaskNan(Rule):
     to the loss and every gradient (huggingface/transformers#27114, NVIDIA-NeMo/Automodel#2658).
     In float16, scores below about -16 plus `finfo.min` overflow the same way.
 
+    Not flagged when every row keeps a finite entry: a causal mask built with `triu(1)` never
+    masks a query's own position, so added to a mask with a finite fill (finfo.min) the diagonal
+    holds at most one finfo.min and no row is all -inf.
+
     ## Example
     ```python
-    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)
     padding = (1.0 - attention_mask[:, None, None, :]) * torch.finfo(dtype).min
-    scores = scores + (causal + padding)
+    cross = (1.0 - encoder_mask[:, None, None, :]) * torch.finfo(dtype).min
+    scores = scores + (padding + cross)
     ```
 
     ## Use instead
     ```python
-    min_value = torch.finfo(dtype).min
-    mask = causal.masked_fill(attention_mask[:, None, None, :] == 0, min_value)
-    scores = scores + mask
+    keep = attention_mask[:, None, None, :].bool() & encoder_mask[:, None, None, :].bool()
+    scores = scores.masked_fill(~keep, torch.finfo(dtype).min)
     ```
 
     ## Fix safety
@@ -459,6 +462,13 @@ class AdditiveMaskNan(Rule):
         # one saturated mask, combined with a boolean mask by masked_fill: never -inf.
         "import torch\ndef mask(attention_mask, T, dtype):\n    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)\n"
         "    return causal.masked_fill(attention_mask[:, None, None, :] == 0, torch.finfo(dtype).min)\n",
+        # a causal triu(1) never masks the diagonal and the padding fill is finite: each row keeps
+        # a finite entry (lerobot's molmoact2)
+        "import torch\ndef mask(attention_mask, T, dtype):\n"
+        "    causal = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)\n"
+        "    causal = causal.unsqueeze(0).to(dtype=dtype) * torch.finfo(dtype).min\n"
+        "    padding = (1.0 - attention_mask[:, None, None, :]) * torch.finfo(dtype).min\n"
+        "    return padding + causal\n",
         # BERT-style -10000.0 masks can be added without overflowing.
         "import torch\ndef combine(a, b):\n    causal = (1.0 - a) * -10000.0\n    padding = (1.0 - b) * -10000.0\n"
         "    return causal + padding\n",
@@ -468,10 +478,10 @@ class AdditiveMaskNan(Rule):
     )
     invalid = (
         Invalid(
-            "import torch\ndef mask(attention_mask, T, dtype):\n"
-            "    causal = torch.full((T, T), torch.finfo(dtype).min).triu(1)\n"
+            "import torch\ndef mask(attention_mask, encoder_mask, dtype):\n"
             "    padding = (1.0 - attention_mask[:, None, None, :]) * torch.finfo(dtype).min\n"
-            "    return causal + padding\n"
+            "    cross = (1.0 - encoder_mask[:, None, None, :]) * torch.finfo(dtype).min\n"
+            "    return padding + cross\n"
         ),
         Invalid(
             "import torch\ndef causal_mask(T):\n    return torch.full((T, T), float('-inf')).triu(1)\n"
@@ -503,8 +513,8 @@ class AdditiveMaskNan(Rule):
         second = self._saturations.of(right)
         if second is None:
             return
-        if self._keeps_diagonal(left) and self._keeps_diagonal(right):
-            return  # every row keeps its diagonal unmasked: -inf entries, but never a NaN row
+        if self._diagonal_stays_finite(left, first, right, second):
+            return  # every row keeps a finite entry (its diagonal): -inf entries, but never a NaN row
         # A file that clamps scores back to finfo.min (``torch.max(attn, finfo.min)``) turns the
         # -inf back into a finite minimum before softmax; the sum is then only a heuristic risk.
         confidence = Confidence.LOW if self._clamps_to_minimum() else Confidence.MEDIUM
@@ -512,20 +522,34 @@ class AdditiveMaskNan(Rule):
         message = (
             f"`{code(left).strip()}` ({first.describe(self.ctx)}) + `{code(right).strip()}` "
             f"({second.describe(self.ctx)}): positions masked by both become -inf "
-            f"({'finfo.min + finfo.min overflows in every dtype' if 'inf' not in first.fill + second.fill else 'and stay -inf'}) "
+            f"({'finfo.min + finfo.min overflows in every dtype' if not (_infinite(first.fill) or _infinite(second.fill)) else 'and stay -inf'}) "
             "and a fully masked row's softmax is NaN; combine the masks with `masked_fill`/`torch.where` instead"
         )
         self.report(node, message, confidence=confidence)
 
+    def _diagonal_stays_finite(self, left, first, right, second) -> bool:
+        """A row's softmax is NaN only when every entry is -inf. A query's own position (the
+        diagonal) is -inf only if both masks mask it (finfo.min + finfo.min) or a mask filled
+        with -inf itself masks it. So the sum is harmless when one mask never masks the diagonal
+        (a causal ``triu(1)``) and the other's fill is finite, or neither masks it (lerobot's
+        molmoact2: causal + key padding, both finfo.min)."""
+        keeps_left, keeps_right = self._keeps_diagonal(left), self._keeps_diagonal(right)
+        finite_left, finite_right = not _infinite(first.fill), not _infinite(second.fill)
+        return (keeps_left and keeps_right) or (keeps_left and finite_right) or (keeps_right and finite_left)
+
     def _keeps_diagonal(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """The mask is built with ``triu(diagonal >= 1)`` / ``tril(diagonal <= -1)`` (a causal or
-        window mask that never masks a query's own position), through names it is assigned from."""
+        window mask that never masks a query's own position), through names it is assigned from
+        (``causal = causal.unsqueeze(0).to(dtype) * finfo.min`` after ``causal = ones.triu(1)``)."""
         if depth > 3:
             return False
         if isinstance(expr, cst.Name):
             reaching = facts(self.ctx).reaching(expr)
             return bool(reaching) and all(self._keeps_diagonal(value, depth + 1) for value, _ in reaching)
         for node in walk(expr):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) \
+                    and node.func.value.value not in ("torch", "F") and self._keeps_diagonal(node.func.value, depth + 1):
+                return True  # a method chain on a mask that keeps it
             if not isinstance(node, cst.Call):
                 continue
             shape = call_shape(self.ctx, node)
@@ -561,3 +585,8 @@ class AdditiveMaskNan(Rule):
                     self._clamp = True
                     break
         return self._clamp
+
+
+def _infinite(fill: str) -> bool:
+    """A fill written as -inf (``float("-inf")``, ``-math.inf``), not finfo.min's finite minimum."""
+    return "inf" in fill.replace("finfo", "")

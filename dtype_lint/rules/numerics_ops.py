@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
@@ -270,6 +271,12 @@ class LowpAccumulation(Rule):
         "    loss = torch.rand((), dtype=torch.float16)\n    total += loss\n",
         # not in a loop
         "import torch\nloss = torch.rand((), dtype=torch.bfloat16)\ntotal = 0.0\ntotal += loss\n",
+        # rebuilt every iteration, then one addition (lerobot's groot: not a running sum)
+        "import torch\nfor step in range(4):\n    features = torch.rand(8, dtype=torch.bfloat16)\n"
+        "    features = features + torch.rand(8, dtype=torch.bfloat16)\n",
+        # cast back after each delta (sd-scripts' LoRA merge): nothing is summed in float16 across iterations
+        "import torch\nw = torch.zeros(4, dtype=torch.float8_e4m3fn)\nfor delta in deltas:\n    w = w.to(torch.float16)\n"
+        "    w = w + torch.rand(4, dtype=torch.float16)\n    w = w.to(torch.float8_e4m3fn)\n",
     )
     invalid = (
         Invalid(
@@ -296,6 +303,8 @@ class LowpAccumulation(Rule):
 
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression, added: cst.BaseExpression) -> None:
         if not isinstance(target, (cst.Name, cst.Attribute)) or not _in_loop(self.ctx, node):
+            return
+        if _rebound_in_loop(self.ctx, node, target):
             return
         value = self.ctx.flow.value_of(added)
         if value is None or value.kind != "tensor" or not value.dtypes:
@@ -338,6 +347,41 @@ class LowpAccumulation(Rule):
         simple = isinstance(added, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not added.lpar
         content = f"{text}.float()" if simple else f"({text}).float()" if not added.lpar else f"{text}.float()"
         return Fix(Safety.UNSAFE, (self.replace(added, content),), "accumulate in float32")
+
+
+def _rebound_in_loop(ctx, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """The loop body also assigns the accumulator otherwise than by adding to it: rebuilt every
+    iteration (lerobot's ``features = encoder(...)`` then ``features = features + pos``) or cast
+    back each time (sd-scripts' LoRA merge: ``w = w.to(float16)``, one delta added, ``w =
+    w.to(original_dtype)``). Then no sum is carried from one iteration to the next in low
+    precision: it is one addition, not a running sum."""
+    loop = ctx.enclosing(node, cst.For, cst.While)
+    name = dotted_name(target)
+    for other in _assignments_in(loop.body):
+        if other is node:
+            continue
+        if isinstance(other, cst.AugAssign):
+            continue  # another accumulation into it
+        if isinstance(other, cst.Assign) and isinstance(other.value, cst.BinaryOperation) \
+                and isinstance(other.value.operator, cst.Add) and dotted_name(other.value.left) == name:
+            continue
+        targets = [t.target for t in other.targets] if isinstance(other, cst.Assign) else [other.target]
+        if any(dotted_name(t) == name for t in targets):
+            return True
+    return False
+
+
+def _assignments_in(body: cst.CSTNode):
+    """The assignments in a loop body, nested blocks included, nested functions not."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(child, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                yield child
+            stack.append(child)
 
 
 def _same_reference(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
