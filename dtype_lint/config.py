@@ -20,8 +20,20 @@ from dtype_lint.findings import Confidence
 from dtype_lint.versions import python_version
 
 SELECTOR = re.compile(r"^(ALL|DTL\d{0,3})$")
-OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github", "rdjson")
+# One module each in dtype_lint/report/ (``json-lines`` -> json_lines_format.py).
+OUTPUT_FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "rdjson", "junit", "gitlab")
+# ruff's names for ours: its default ``full`` is our ``text`` (findings with their source lines).
+OUTPUT_FORMAT_ALIASES = {"full": "text"}
+OUTPUT_FORMAT_CHOICES = OUTPUT_FORMATS + tuple(OUTPUT_FORMAT_ALIASES)
+
+
+def output_format_name(value: str) -> str:
+    """The format ``value`` names (an alias resolved); unknown names are left for the caller to refuse."""
+    return OUTPUT_FORMAT_ALIASES.get(value, value)
 VERSION = re.compile(r"\d+(\.\d+)*")  # target-torch, target-transformers
+# Rules a prefix (the default ``DTL`` too) does not select: only their own code or ALL does.
+# DTL002 (unused-noqa, rules/tool.py) judges the comments of a run with some rules switched off.
+OPT_IN_CODES = frozenset({"DTL002"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +71,8 @@ class Settings:
 
     def is_selected(self, code: str, path: str | None = None) -> bool:
         chosen = _longest_prefix(code, self.select + self.extend_select)
+        if code in OPT_IN_CODES and chosen not in (code, ""):
+            return False  # selected by its own code (or ALL) only, as ruff's RUF100 is not on by default
         dropped = _longest_prefix(code, self.ignore + self.ignores_for(path))
         if chosen is None:
             return False
@@ -70,7 +84,7 @@ class Settings:
         relative = self.relative(path)
         codes: list[str] = []
         for pattern, pattern_codes in self.per_file_ignores:
-            if _glob_match(relative, pattern):
+            if self._matches(path, relative, pattern):
                 codes.extend(pattern_codes)
         return tuple(codes)
 
@@ -78,7 +92,15 @@ class Settings:
         if not (self.exclude or self.extend_exclude):
             return False
         relative = self.relative(path)
-        return any(_glob_match(relative, pattern) for pattern in self.exclude + self.extend_exclude)
+        return any(self._matches(path, relative, pattern) for pattern in self.exclude + self.extend_exclude)
+
+    @staticmethod
+    def _matches(path: str, relative: str, pattern: str) -> bool:
+        """Config patterns are relative to ``root``; the command line's absolute ones (made from
+        the working directory) match the absolute path."""
+        if os.path.isabs(pattern):
+            return _glob_match(Path(os.path.abspath(path)).as_posix(), Path(pattern).as_posix())
+        return _glob_match(relative, pattern)
 
     def relative(self, path: str) -> str:
         absolute = os.path.abspath(path)
@@ -154,9 +176,9 @@ def _confidence(value: Any, source: str) -> Confidence:
 
 
 def _output_format(value: Any, source: str) -> str:
-    if value not in OUTPUT_FORMATS:
-        raise UsageError(f"{source}: 'output-format' must be one of {', '.join(OUTPUT_FORMATS)}")
-    return value
+    if value not in OUTPUT_FORMAT_CHOICES:
+        raise UsageError(f"{source}: 'output-format' must be one of {', '.join(OUTPUT_FORMAT_CHOICES)}")
+    return output_format_name(value)
 
 
 def _version(key: str, example: str):
@@ -191,11 +213,19 @@ def _baseline_path(value: Any, source: str) -> str:
     return os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(source)), value))
 
 
+def _per_file_ignores_key(key: str):
+    def parse(value: Any, source: str):
+        return {key.replace("-", "_"): _per_file_ignores(value, source)}
+
+    return parse
+
+
 _KEYS = {
     "select": lambda v, s: {"select": _selector_list("select", v, s)},
     "ignore": lambda v, s: {"ignore": _selector_list("ignore", v, s)},
     "extend-select": lambda v, s: {"extend_select": _selector_list("extend-select", v, s)},
-    "per-file-ignores": lambda v, s: {"per_file_ignores": _per_file_ignores(v, s)},
+    "per-file-ignores": _per_file_ignores_key("per-file-ignores"),
+    "extend-per-file-ignores": _per_file_ignores_key("extend-per-file-ignores"),
     "exclude": lambda v, s: {"exclude": _string_list("exclude", v, s)},
     "extend-exclude": lambda v, s: {"extend_exclude": _string_list("extend-exclude", v, s)},
     "force-exclude": lambda v, s: {"force_exclude": _boolean("force-exclude")(v, s)},
@@ -212,16 +242,63 @@ _KEYS = {
 TARGET_KEYS = ("target-version", "target-torch", "target-transformers", "target-accelerate", "target-diffusers",
                "target-peft")
 
+# The files that hold settings, in the order one folder's are preferred (ruff's .ruff.toml,
+# ruff.toml, pyproject.toml): the dedicated ones are the table itself, pyproject.toml holds it
+# under [tool.dtype-lint].
+DEDICATED_CONFIG_NAMES = (".dtype-lint.toml", "dtype-lint.toml")
+CONFIG_NAMES = DEDICATED_CONFIG_NAMES + ("pyproject.toml",)
+
 
 def settings_from_table(table: dict[str, Any], source: str, root: str) -> Settings:
     values: dict[str, Any] = {"root": root, "config_path": source}
+    path = Path(os.path.abspath(source))
+    values.update(_layered_values(table, source, path, (path,)))
+    return Settings(**values)
+
+
+# Fields a layer adds to what the config it extends set (ruff's extend-* keys; ``ignore`` too, as
+# ruff applies each layer's ignores in turn), and where they add: the others replace.
+_ADDED = {"extend_select": "extend_select", "extend_exclude": "extend_exclude", "ignore": "ignore",
+          "extend_per_file_ignores": "per_file_ignores"}
+
+
+def _layered_values(table: dict[str, Any], source: str, path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The Settings fields ``table`` (of the config ``source`` names, at ``path``) sets, on top of
+    those of the config its ``extend`` names (ruff's ``extend``: the named file first, this one
+    over it)."""
+    values = _layered_values(*_extended(table["extend"], path, chain)) if "extend" in table else {}
+    own: dict[str, Any] = {}
     for key in sorted(table):
         parse = _KEYS.get(key)
-        if parse is None:
+        if parse is None and key != "extend":
             raise UsageError(f"{source}: unknown key '{key}' in [tool.dtype-lint]")
-        values.update(parse(table[key], source))
-    values["target_sources"] = tuple((key, f"{source} [tool.dtype-lint]") for key in sorted(table) if key in TARGET_KEYS)
-    return Settings(**values)
+        if parse is not None:
+            own.update(parse(table[key], source))
+    if "select" in own:  # a new selection starts over: what the extended config added or removed goes
+        values.pop("ignore", None)
+        values.pop("extend_select", None)
+    values.update((key, value) for key, value in own.items() if key not in _ADDED)
+    for key, value in own.items():
+        if key in _ADDED:
+            values[_ADDED[key]] = values.get(_ADDED[key], ()) + value
+    # Where each target version was set (``--show-settings``): this file's over the extended one's.
+    own_targets = tuple((key, f"{source} [tool.dtype-lint]") for key in sorted(table) if key in TARGET_KEYS)
+    inherited = tuple(item for item in values.get("target_sources", ()) if item[0] not in dict(own_targets))
+    values["target_sources"] = inherited + own_targets
+    return values
+
+
+def _extended(extend: Any, path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], str, Path, tuple[Path, ...]]:
+    """The table, name, path and chain of the config ``extend`` names (relative to ``path``'s folder)."""
+    if not isinstance(extend, str) or not extend.strip():
+        raise UsageError(f"{path}: 'extend' must be the path of another config file")
+    target = Path(os.path.expandvars(os.path.expanduser(extend)))
+    target = Path(os.path.abspath(path.parent / target))
+    if target in chain:
+        raise UsageError(f"{path}: 'extend' = \"{extend}\" makes a cycle ({' -> '.join(str(p) for p in (*chain, target))})")
+    if not target.is_file():
+        raise UsageError(f"{path}: 'extend': config file not found: {extend}")
+    return table_of(target), str(target), target, (*chain, target)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -249,8 +326,17 @@ def _tool_table(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
     return table
 
 
+def table_of(path: Path) -> dict[str, Any]:
+    """The settings table a config file holds: a pyproject.toml's [tool.dtype-lint] (empty when
+    it has none), the whole of any other file (dtype-lint.toml, as ruff.toml)."""
+    data = _read_toml(path)
+    if path.name != "pyproject.toml":
+        return data
+    return _tool_table(data, path) or {}
+
+
 def find_config(start: str) -> Path | None:
-    """The nearest pyproject.toml with a [tool.dtype-lint] table, at or above ``start``."""
+    """The nearest config (see ``config_in``) at or above ``start``."""
     directory = Path(os.path.abspath(start))
     if not directory.is_dir():
         directory = directory.parent
@@ -267,8 +353,15 @@ MAYBE_OURS = re.compile(r"dtype-lint|^[ \t]*tool[ \t]*=", re.MULTILINE)
 
 
 def config_in(directory: Path) -> Path | None:
-    """``directory``'s pyproject.toml when it holds a [tool.dtype-lint] table (an unreadable
-    directory or file holds none)."""
+    """``directory``'s config: a ``.dtype-lint.toml`` or ``dtype-lint.toml`` (even empty, as ruff
+    uses a ruff.toml), else its pyproject.toml when it holds a [tool.dtype-lint] table. An
+    unreadable directory or file holds none."""
+    for name in DEDICATED_CONFIG_NAMES:
+        try:
+            if (directory / name).is_file():
+                return directory / name
+        except OSError:
+            return None
     candidate = directory / "pyproject.toml"
     try:
         if not candidate.is_file():
@@ -286,10 +379,7 @@ def load_settings(start: str = ".", config: str | None = None) -> Settings:
         path = Path(config)
         if not path.is_file():
             raise UsageError(f"config file not found: {config}")
-        data = _read_toml(path)
-        # A pyproject.toml keeps its table under [tool.dtype-lint]; a dedicated file is the table.
-        table = (_tool_table(data, path) or {}) if path.name == "pyproject.toml" else data
-        return settings_from_table(table, str(path), str(path.parent))
+        return settings_from_table(table_of(path), str(path), str(path.parent))
     found = find_config(start)
     if found is None:
         return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
@@ -297,9 +387,8 @@ def load_settings(start: str = ".", config: str | None = None) -> Settings:
 
 
 def settings_from_file(found: Path) -> Settings:
-    """The settings a pyproject.toml found by discovery holds under [tool.dtype-lint]."""
-    table = _tool_table(_read_toml(found), found)
-    return settings_from_table(table or {}, str(found), str(found.parent))
+    """The settings of a config file found by discovery (``config_in``)."""
+    return settings_from_table(table_of(found), str(found), str(found.parent))
 
 
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:

@@ -5,8 +5,10 @@ build output, caches, ``exclude`` patterns and whatever git ignores (read by git
 process runs, so no command a cloned repository configures). A file named explicitly is checked
 unless ``force-exclude`` is on and an exclude pattern covers it (pre-commit names every staged
 file). Each path's exclude patterns come from its own settings (hierarchical config).
-Unreadable directories and walked entries that are not regular files (a FIFO named ``x.py`` would
-block the run) are reported in ``errors`` and skipped; the other files are still checked.
+A path that does not exist, an unreadable directory, an entry that is not a regular file (a FIFO
+named ``x.py`` would block the run) and a symlink out of the tree named on the command line are
+recorded in ``errors`` as ``Unreadable`` and skipped; the other paths are still checked (the
+commands report each as DTL001, as ruff and flake8 report E902).
 
 Symlinks are never followed out of the tree: a walked symlink whose target lies outside the
 directory walked is skipped (symlinked directories are not walked at all), and a symlink named on
@@ -16,14 +18,23 @@ cannot be led to rewrite a file elsewhere (docs/security.md).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from typing import Callable, Union
 
 from dtype_lint.config import Settings
-from dtype_lint.errors import UsageError
 from dtype_lint.gitignore import GitIgnore
 from dtype_lint.tree_files import link_out_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Unreadable:
+    """A path that could not be checked, and why (``reason`` as the system says it)."""
+
+    path: str
+    reason: str
+    directory: bool = False
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 DATA_FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")  # read by the project pass (project/data_files.py)
@@ -65,14 +76,14 @@ def _force_excluded(path: str, settings: Settings) -> bool:
     )
 
 
-def _walk_error(errors: list[str]):
+def _walk_error(errors: list[Unreadable]):
     def record(error: OSError) -> None:
-        errors.append(f"{error.filename}: cannot read directory: {error.strerror}")
+        errors.append(Unreadable(_display(error.filename), f"cannot read: {error.strerror}", directory=True))
 
     return record
 
 
-def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str], ignores: GitIgnore) -> list[str]:
+def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[Unreadable], ignores: GitIgnore) -> list[str]:
     """The files under the directory ``given`` whose names end with ``suffixes``."""
     walked = []
     tree = os.path.realpath(given)
@@ -89,7 +100,7 @@ def _walk(given: str, settings_for, suffixes: tuple[str, ...], errors: list[str]
                 if here.is_excluded(full) or ignores.ignored(full, is_dir=False) or link_out_of(full, tree):
                     continue
                 if not _is_regular_file(full):
-                    errors.append(f"{full}: not a regular file, skipped")
+                    errors.append(Unreadable(_display(full), "not a regular file"))
                     continue
                 walked.append(full)
     return walked
@@ -126,10 +137,11 @@ def discover_data(paths: list[str], settings: Union[Settings, Callable[[str], Se
 def discover(
     paths: list[str],
     settings: Union[Settings, Callable[[str], Settings]],
-    errors: list[str] | None = None,
+    errors: list[Unreadable] | None = None,
 ) -> list[tuple[str, str]]:
     """``(display_path, filesystem_path)`` pairs, sorted, without duplicates. ``settings``: one
-    Settings for every path, or a function from a path to its settings."""
+    Settings for every path, or a function from a path to its settings. ``errors`` receives the
+    paths that cannot be checked."""
     settings_for = (lambda path: settings) if isinstance(settings, Settings) else settings
     errors = [] if errors is None else errors
     ignores = GitIgnore()
@@ -137,19 +149,21 @@ def discover(
     walked: list[str] = []
     for given in paths:
         if link_out_of(given):
-            errors.append(f"{given}: a symbolic link to a path outside the working directory, not followed")
+            errors.append(Unreadable(_display(given), "a symbolic link to a path outside the working directory, not followed"))
         elif os.path.isdir(given):
             walked.extend(_walk(given, settings_for, SOURCE_SUFFIXES, errors, ignores))
         elif given.endswith(DATA_FILE_SUFFIXES) and os.path.exists(given):
             continue  # a config file named on the command line feeds facts (discover_data), gets no findings
         elif os.path.exists(given):
-            if not _is_regular_file(given):
-                raise UsageError(f"{given}: not a regular file")
             own = settings_for(given)
-            if not (own.force_exclude and _force_excluded(given, own)):
-                explicit.append(given)
+            if own.force_exclude and _force_excluded(given, own):
+                continue
+            if not _is_regular_file(given):
+                errors.append(Unreadable(_display(given), "not a regular file"))
+                continue
+            explicit.append(given)
         else:
-            raise UsageError(f"{given}: no such file or directory")
+            errors.append(Unreadable(_display(given), "cannot read: No such file or directory"))
     seen: set[str] = set()
     result: list[tuple[str, str]] = []
     for path in explicit + walked:
@@ -160,7 +174,7 @@ def discover(
     return sorted(result)
 
 
-def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0, errors: list[str] = ()) -> None:
+def warn_if_empty(files: list[tuple[str, str]], paths: list[str], quiet: int = 0, errors: list = ()) -> None:
     """ruff's habit: a run that found nothing to check says so (and still exits 0). Not when
     something could not be read: that error says more."""
     import sys

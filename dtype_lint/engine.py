@@ -23,7 +23,8 @@ from dtype_lint.prefilter import code_words, rules_for, words_of_source
 from dtype_lint.rules import all_rules
 from dtype_lint.rules.base import Rule
 from dtype_lint.source import UndecodableSource, decode
-from dtype_lint.suppress import is_suppressed
+from dtype_lint.suppress import FileSuppressions
+from dtype_lint.unused_noqa import CODE as UNUSED_NOQA  # judged here, after every rule ran
 
 if TYPE_CHECKING:
     from dtype_lint.cache import Cache
@@ -42,11 +43,11 @@ class FileReport:
     summary: dict | None = None
 
 
-def _parse_error(path: str, reason: str, line: int, column: int) -> Finding:
+def _parse_error(path: str, reason: str, line: int, column: int, what: str = "file") -> Finding:
     return Finding(
         code=PARSE_ERROR,
         name="uncheckable-file",
-        message=f"Cannot check this file: {reason}",
+        message=f"Cannot check this {what}: {reason}",
         line=line,
         column=column,
         end_line=line,
@@ -57,7 +58,8 @@ def _parse_error(path: str, reason: str, line: int, column: int) -> Finding:
 
 
 def enabled_rules(settings: Settings, path: str) -> list[type[Rule]]:
-    return [rule for rule in all_rules() if rule.code != PARSE_ERROR and settings.is_selected(rule.code, path)]
+    return [rule for rule in all_rules()
+            if rule.code not in (PARSE_ERROR, UNUSED_NOQA) and settings.is_selected(rule.code, path)]
 
 
 def might_match(text: str, rules: list[type[Rule]]) -> bool:
@@ -208,11 +210,13 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
         # Maybe syntax newer than this interpreter (PEP 695 on 3.11): libcst's grammar decides
         # below, and a file it rejects too gets CPython's (clearer) message.
         python_problem, problem = problem, None
+    enabled = {rule.code for rule in rules} | ({PARSE_ERROR} if want_parse_errors else set())
     if tree is not None:
         if prefilter:
             rules = rules_for(code_words(tree), rules)
-        if not rules:
-            return _finish(path, text, findings, [], settings)
+        if not rules:  # nothing can be found: only the suppression comments are left to judge
+            suppressions = FileSuppressions(text, text.splitlines(), use_noqa)
+            return _finish(path, text, _unused_noqa(suppressions, settings, path, enabled), [], settings, use_noqa)
         problem = _too_deep_for_libcst(tree, text)
     # where libcst may cut a big file (parsing.py); the tree itself, about 70 bytes per byte of
     # source, is not held past this point
@@ -221,7 +225,7 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
     if problem:
         if want_parse_errors:
             findings.append(_parse_error(path, *problem))
-        return _finish(path, text, findings, [], settings)
+        return _finish(path, text, findings, [], settings, use_noqa)
     try:
         module, skipped = parse_in_slices(text, statements)
         if len(text) >= RETURN_PARSER_MEMORY:
@@ -236,11 +240,11 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
         if want_parse_errors:
             libcst_problem = (f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
             findings.append(_parse_error(path, *(python_problem or libcst_problem)))
-        return _finish(path, text, findings, [], settings)
+        return _finish(path, text, findings, [], settings, use_noqa)
     except (RecursionError, MemoryError, ValueError, Exception) as error:  # noqa: BLE001 - native parser errors
         if want_parse_errors:
             findings.append(_parse_error(path, f"cannot parse: {type(error).__name__}", 1, 1))
-        return _finish(path, text, findings, [], settings)
+        return _finish(path, text, findings, [], settings, use_noqa)
     try:
         ctx = FileContext(path, text, module, settings)
         ctx.worlds = worlds
@@ -261,16 +265,19 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
         # concatenated strings, far deeper than CPython's parser does), not a bug of one rule.
         if want_parse_errors:
             findings.append(_parse_error(path, "nesting too deep to analyse", 1, 1))
-        return _finish(path, text, findings, [], settings)
+        return _finish(path, text, findings, [], settings, use_noqa)
     errors = [f"{path}: internal error in {code}: {detail}" for code, detail in sorted(failed.items())]
-    lines = ctx.lines
+    suppressions = FileSuppressions(text, ctx.lines, use_noqa)
     for finding, statement_line in reported:
+        # Asked before the confidence filter: a comment silencing a low-confidence finding is used.
+        if suppressions.suppresses(finding.code, finding.line, statement_line):
+            continue
         if finding.confidence < settings.min_confidence:
             continue
-        if is_suppressed(lines, finding.code, finding.line, statement_line, use_noqa=use_noqa):
-            continue
         findings.append(dataclasses.replace(finding, path=path))
-    return _finish(path, text, findings, errors, settings)
+    if not failed:  # a rule that failed may have used a comment
+        findings += _unused_noqa(suppressions, settings, path, enabled)
+    return _finish(path, text, findings, errors, settings, use_noqa)
 
 
 # A file this big (bytes of text) is parsed by CPython a second time for its project summary rather
@@ -315,7 +322,21 @@ def _malloc_trim():
         return None
 
 
-def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings) -> FileReport:
+def _unused_noqa(suppressions: FileSuppressions, settings: Settings, path: str, enabled: set[str]) -> list[Finding]:
+    """DTL002's findings, when it is selected, less those a comment suppresses."""
+    if not settings.is_selected(UNUSED_NOQA, path) or "#" not in suppressions.text:
+        return []
+    from dtype_lint.unused_noqa import unused_directives
+
+    found = unused_directives(suppressions, enabled, [rule.code for rule in all_rules()])
+    return [dataclasses.replace(f, path=path) for f in found if not suppressions.suppresses(f.code, f.line, f.line)]
+
+
+def _finish(path: str, text: str, findings: list[Finding], errors: list[str], settings: Settings,
+            use_noqa: bool = True) -> FileReport:
+    if findings and "noqa" in text.lower():  # file-level exemptions cover DTL001 too, as flake8's does
+        suppressions = FileSuppressions(text, text.splitlines(), use_noqa)
+        findings = [finding for finding in findings if not suppressions.exempt(finding.code)]
     return FileReport(
         path=path,
         findings=one_per_line(sort_findings(findings)),
@@ -386,6 +407,15 @@ def check_file(
             findings=[],
             internal_errors=[f"{display_path}: internal error: {describe(error)}"],
         )
+
+
+def unreadable_report(problem, settings: Settings) -> FileReport | None:
+    """The report of a path discovery could not check (``discover.Unreadable``): DTL001, as ruff
+    and flake8 report E902; None when DTL001 is not selected for it (the caller warns)."""
+    if not settings.is_selected(PARSE_ERROR, problem.path):
+        return None
+    what = "directory" if problem.directory else "file"
+    return FileReport(path=problem.path, findings=[_parse_error(problem.path, problem.reason, 1, 1, what)])
 
 
 def _check_file_args(args) -> FileReport:

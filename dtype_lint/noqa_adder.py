@@ -1,9 +1,10 @@
 """``check --add-noqa``: suppress today's findings in place, to adopt the linter on old code.
 
 Each finding gets ``# noqa: CODE`` where the suppression logic looks (suppress.py): the reported
-line, else the first line of its statement. A comment can only end a line that ends a token: not
-a line inside a multi-line string, not one continued by a backslash; such a finding with no
-line to hold the comment is reported, never written into a string. A line that already has
+line, else the first line of its statement, else the last line of the reported line's token run
+(a backslash continuation or a multi-line string ends there; flake8 reads a noqa there too). A
+comment can only end a line that ends a token: a finding with no line to hold the comment
+(the file does not tokenize) is reported, never written into a string, and the run exits 1. A line that already has
 ``# noqa: CODES`` keeps them and gains the new codes, so a second run changes nothing. In a
 notebook the directives go into the cells' sources, the rest of the JSON kept byte for byte.
 """
@@ -19,7 +20,7 @@ from typing import TextIO
 
 from dtype_lint.findings import Finding
 from dtype_lint.notebook import NotebookError, load_program
-from dtype_lint.suppress import NOQA, _codes
+from dtype_lint.suppress import NOQA, _codes, token_runs
 
 PARSE_ERROR = "DTL001"
 
@@ -65,12 +66,13 @@ def with_noqa(text: str, findings: list[Finding]) -> tuple[str, int, list[Findin
     have no line a comment can go on."""
     commentable = commentable_lines(text)
     spans = statement_starts(ast.parse(text))
+    runs = token_runs(text)
     wanted: dict[int, list[str]] = {}
     unplaced: list[Finding] = []
     for finding in findings:
-        target = next(
-            (line for line in (finding.line, _statement_line(spans, finding.line)) if line in commentable), None
-        )
+        run_end = runs.get(finding.line, (finding.line, finding.line))[1]
+        candidates = (finding.line, _statement_line(spans, finding.line), run_end)
+        target = next((line for line in candidates if line in commentable), None)
         if target is None:
             unplaced.append(finding)
             continue
@@ -102,14 +104,21 @@ def _notebook_with_noqa(data: bytes, findings: list[Finding]) -> tuple[bytes, in
     return bom + new_raw.encode("utf-8"), count, [by_program_finding[id(f)] for f in unplaced]
 
 
-def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
-    """Write the directives into each reported file; the number of codes added."""
+@dataclasses.dataclass
+class AddNoqaOutcome:
+    added: int = 0  # codes written
+    unplaced: int = 0  # findings left without a directive (the next check reports them)
+    failed: int = 0  # files that could not be read or written
+
+
+def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> AddNoqaOutcome:
+    """Write the directives into each reported file."""
     from dtype_lint.fixer.files import _signature, atomic_write
     from dtype_lint.printable import printable
     from dtype_lint.report.text_format import location
     from dtype_lint.source import UndecodableSource, decode
 
-    added = 0
+    outcome = AddNoqaOutcome()
     for report in reports:
         findings = [finding for finding in report.findings if finding.code != PARSE_ERROR]
         if not findings:
@@ -130,11 +139,10 @@ def add_noqa(reports, fs_paths: dict[str, str], err: TextIO) -> int:
         except (OSError, UndecodableSource, SyntaxError, tokenize.TokenError, UnicodeError, NotebookError) as error:
             reason = printable(str(getattr(error, "reason", error)))
             err.write(f"dtype-lint: error: {printable(report.path)}: no noqa added: {reason}\n")
+            outcome.failed += 1
             continue
-        added += count
+        outcome.added += count
+        outcome.unplaced += len(unplaced)
         for finding in unplaced:
-            err.write(
-                f"{location(finding)}: {finding.code} no line can hold `# noqa` (a multi-line string or a"
-                " backslash continuation): suppress it by hand\n"
-            )
-    return added
+            err.write(f"{location(finding)}: {finding.code} no line can hold `# noqa`: suppress it by hand\n")
+    return outcome

@@ -1,8 +1,9 @@
-"""Which settings apply to each file: the nearest pyproject.toml with a [tool.dtype-lint] table
-above it (ruff's hierarchical discovery), or the one ``--config`` names, with the command line's
-flags on top, and the target versions the configuration leaves unset read from the project's
-dependency declarations nearest the file (targets.py). The answer depends on the file alone,
-never on the order of the paths given, and each directory is looked up once per run."""
+"""Which settings apply to each file: the nearest config above it (a dtype-lint.toml, or a
+pyproject.toml with a [tool.dtype-lint] table: ruff's hierarchical discovery), or the one
+``--config`` names, with the command line's flags on top, and the target versions the
+configuration leaves unset read from the project's dependency declarations nearest the file
+(targets.py). The answer depends on the file alone, never on the order of the paths given, and
+each directory is looked up once per run."""
 
 from __future__ import annotations
 
@@ -11,15 +12,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dtype_lint.config import Settings, config_in, load_settings, settings_from_file, with_overrides
+from dtype_lint.config import CONFIG_NAMES, Settings, config_in, load_settings, settings_from_file, with_overrides
 from dtype_lint.targets import with_project_targets
 
 
 class SettingsResolver:
     def __init__(self, config: str | None = None, overrides: dict[str, Any] | None = None,
-                 extend_exclude: tuple[str, ...] = ()) -> None:
+                 extend_exclude: tuple[str, ...] = (), extend_per_file_ignores: tuple = ()) -> None:
         self._overrides = overrides or {}
         self._extend_exclude = extend_exclude
+        self._extend_per_file_ignores = extend_per_file_ignores
         self._fixed = self._finish(load_settings(".", config)) if config is not None else None
         self._config_by_directory: dict[str, Path | None] = {}
         self._by_config: dict[Path | None, Settings] = {}
@@ -29,6 +31,9 @@ class SettingsResolver:
         settings = with_overrides(settings, **self._overrides)
         if self._extend_exclude:
             settings = dataclasses.replace(settings, extend_exclude=settings.extend_exclude + self._extend_exclude)
+        if self._extend_per_file_ignores:
+            settings = dataclasses.replace(
+                settings, per_file_ignores=settings.per_file_ignores + self._extend_per_file_ignores)
         return settings
 
     def _nearest_config(self, directory: str) -> Path | None:
@@ -38,7 +43,8 @@ class SettingsResolver:
         while current not in known:
             walked.append(current)
             # os.path first: most directories hold no pyproject.toml (a walk asks for each one).
-            found = config_in(Path(current)) if os.path.exists(os.path.join(current, "pyproject.toml")) else None
+            has_config = any(os.path.exists(os.path.join(current, name)) for name in CONFIG_NAMES)
+            found = config_in(Path(current)) if has_config else None
             if found is not None:
                 known[current] = found
                 break

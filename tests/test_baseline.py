@@ -57,7 +57,7 @@ def _repository(tmp_path: Path) -> Path:
     (project / "train.py").write_text(LEGACY)
     written = run_cli("check", *ONLY, "--write-baseline", "dtype-lint-baseline.json", ".", cwd=project)
     assert written.returncode == 0, written.stderr
-    assert "wrote 3 finding(s)" in written.stderr
+    assert "wrote 3 findings" in written.stderr
     _git(project, "add", ".")
     _git(project, "commit", "-q", "-m", "legacy code and its baseline")
     return project

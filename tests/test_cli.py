@@ -47,12 +47,22 @@ def test_clean_file_exits_0(tmp_path):
     assert "All checks passed!" in result.stdout
 
 
-def test_missing_path_is_one_line_error_exit_2(tmp_path):
-    result = run_cli("check", str(tmp_path / "nope.py"))
-    assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0
-    assert "no such file or directory" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_missing_path_is_a_dtl001_finding_and_the_others_are_checked(tmp_path):
+    # ruff and flake8 report a path that cannot be read as E902 and go on: DTL001 here, exit 1.
+    write(tmp_path, "train.py", DEFECT)
+    result = run_cli("check", "--format", "concise", "nope.py", "train.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[:2] == [
+        "nope.py:1:1: DTL001 Cannot check this file: cannot read: No such file or directory",
+        "train.py:3:10: DTL201 [*] `torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler(\"cuda\", ...)`",
+    ]
+    assert result.stderr == ""
+    # DTL001 ignored: a one-line warning instead, and the exit status is the other files'.
+    ignored = run_cli("check", "--ignore", "DTL001", "nosuchdir", "train.py", cwd=tmp_path)
+    assert ignored.returncode == 1 and "train.py:3:10: DTL201" in ignored.stdout
+    assert ignored.stderr == "dtype-lint: warning: nosuchdir: cannot read: No such file or directory\n"
+    alone = run_cli("check", "--ignore", "DTL001", "nosuchdir", cwd=tmp_path)
+    assert alone.returncode == 0 and "Traceback" not in alone.stderr
 
 
 def test_bad_option_is_usage_error(tmp_path):

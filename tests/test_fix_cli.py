@@ -173,9 +173,13 @@ def test_json_format_lists_what_is_left(tmp_path):
     assert "Fixed 0 errors (1 remaining)." in result.stderr
 
 
-def test_missing_path_is_a_usage_error(tmp_path):
-    result = run_cli("fix", "nope.py", cwd=tmp_path)
-    assert result.returncode == 2 and "nope.py" in result.stderr
+def test_missing_path_is_a_finding_left(tmp_path):
+    # As `check` (and ruff's E902): DTL001 for the path, the other files fixed, exit 1.
+    path = _write(tmp_path, "train.py", TRAIN)
+    result = run_cli("fix", "nope.py", "train.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "nope.py:1:1: DTL001 Cannot check this file: cannot read: No such file or directory" in result.stdout
+    assert path.read_text() == TRAIN_FIXED
 
 
 def test_check_marks_safe_fixes_and_counts_them(tmp_path):

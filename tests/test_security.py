@@ -153,12 +153,14 @@ def test_fix_never_follows_a_symlink_out_of_the_tree(tmp_path):
     assert fixed.returncode == 0, fixed.stderr
     assert (tree / "real.py").read_text() == TRAIN_FIXED and (tree / "inner.py").is_symlink()
     assert victim.read_text() == TRAIN and (outside / "pkg" / "mod.py").read_text() == TRAIN
-    # Named on the command line, a link out of the tree is refused with a message, and not followed.
+    # Named on the command line, a link out of the tree is refused with a message, and not followed:
+    # a DTL001 finding, as every path that cannot be checked is (issue 22).
     named = run_cli("fix", *ONLY, "link.py", cwd=tree, env=env)
-    assert named.returncode == 2 and "link.py" in named.stderr and "outside" in named.stderr
+    assert named.returncode == 1 and "link.py:1:1: DTL001" in named.stdout and "outside" in named.stdout
     assert victim.read_text() == TRAIN and (tree / "link.py").is_symlink()
     named_directory = run_cli("fix", *ONLY, "linked_pkg", cwd=tree, env=env)
-    assert named_directory.returncode == 2 and "linked_pkg: a symbolic link" in named_directory.stderr
+    assert named_directory.returncode == 1
+    assert "linked_pkg:1:1: DTL001 Cannot check this file: a symbolic link" in named_directory.stdout
     assert (outside / "pkg" / "mod.py").read_text() == TRAIN
 
 

@@ -1,8 +1,8 @@
 """``dtype-lint check PATHS``: report findings; exit 1 when there are any, 2 on errors.
 
-``--fix`` / ``--unsafe-fixes`` / ``--diff`` make it ``dtype-lint fix`` (ruff's habit);
-``--add-noqa``, ``--statistics``, ``--show-files`` and ``--show-settings`` are other views of
-the same run.
+``--fix`` / ``--diff`` make it ``dtype-lint fix`` (ruff's habit; ``--unsafe-fixes`` alone only
+shows unsafe fixes as applicable, as in ruff); ``--add-noqa``, ``--statistics``, ``--show-files``
+and ``--show-settings`` are other views of the same run, ``--watch`` repeats it on changes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ import argparse
 import sys
 import time
 
-from dtype_lint.commands.common import add_common_arguments, resolver_from_args, settings_from_args
+from dtype_lint.commands.common import (
+    add_common_arguments, given_paths, output_to, resolver_from_args, settings_from_args, unreadable_reports,
+)
+from dtype_lint.wording import plural, verb
 
 
 def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +31,7 @@ def _baseline(args: argparse.Namespace, reports, settings) -> list | int:
         from dtype_lint.baseline import write_baseline
 
         count = write_baseline(args.write_baseline, reports)
-        print(f"dtype-lint: wrote {count} finding(s) to {args.write_baseline}", file=sys.stderr)
+        print(f"dtype-lint: wrote {plural(count, 'finding')} to {args.write_baseline}", file=sys.stderr)
         return 0
     file = args.baseline or settings.baseline
     if not file:
@@ -38,7 +41,7 @@ def _baseline(args: argparse.Namespace, reports, settings) -> list | int:
     result = apply_baseline(reports, file, settings)
     if result.stale:
         print(
-            f"dtype-lint: {result.stale} baseline entr{'y' if result.stale == 1 else 'ies'} no longer match "
+            f"dtype-lint: {plural(result.stale, 'baseline entry')} no longer {verb(result.stale, 'matches', 'match')} "
             f"a finding (fixed or changed); refresh with --write-baseline {file}",
             file=sys.stderr,
         )
@@ -56,7 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_baseline_arguments(parser)
     fixing = parser.add_argument_group("fixing (as `dtype-lint fix`)")
     fixing.add_argument("--fix", action="store_true", help="apply the safe fixes: `dtype-lint fix`")
-    fixing.add_argument("--unsafe-fixes", action="store_true", help="apply unsafe fixes too: `dtype-lint fix --unsafe-fixes`")
+    fixing.add_argument("--unsafe-fixes", action="store_true",
+                        help="show unsafe fixes as applicable; with --fix or --diff, apply them too (as ruff)")
     fixing.add_argument("--diff", action="store_true", help="print the fixes as a diff, write nothing: `dtype-lint fix --diff`")
     fixing.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix: exit 1 when a file changed")
     views = parser.add_argument_group("other views of the run")
@@ -64,36 +68,51 @@ def configure(parser: argparse.ArgumentParser) -> None:
     views.add_argument("--add-noqa", action="store_true", help="append `# noqa: CODE` to every reported line")
     views.add_argument("--show-files", action="store_true", help="list the files that would be checked, and exit")
     views.add_argument("--show-settings", action="store_true", help="print the settings the first path gets, and exit")
+    views.add_argument("--watch", action="store_true",
+                       help="check again whenever a checked file changes (polling; Ctrl-C stops)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.fix or args.unsafe_fixes or args.diff:
+    from dtype_lint.errors import UsageError
+
+    if args.fix or args.diff:
         from dtype_lint.commands import fix
 
-        if args.diff_base or args.statistics or args.add_noqa:
-            from dtype_lint.errors import UsageError
-
-            raise UsageError("--fix/--unsafe-fixes/--diff do not combine with --diff-base, --statistics or --add-noqa")
+        if args.diff_base or args.statistics or args.add_noqa or args.watch:
+            raise UsageError("--fix/--diff do not combine with --diff-base, --statistics, --add-noqa or --watch")
         return fix.run(args)
+    paths = given_paths(args)
+    if args.add_noqa and paths == ["-"]:
+        raise UsageError("--add-noqa edits files: give paths, not '-'")
+    if args.watch:
+        if paths == ["-"] or args.add_noqa or args.write_baseline or args.show_files or args.show_settings:
+            raise UsageError("--watch checks files: it does not combine with stdin, --add-noqa, --write-baseline, "
+                             "--show-files or --show-settings")
+        import os
 
+        from dtype_lint.commands.watch import watch
+
+        ignored = frozenset({os.path.abspath(args.output_file)} if args.output_file else ())
+        with output_to(args):
+            return watch(lambda: _run_once(args, paths), paths, ignored)
+    with output_to(args):
+        return _run_once(args, paths)
+
+
+def _run_once(args: argparse.Namespace, paths: list[str]) -> int:
     from dtype_lint.discover import discover, discover_data, warn_if_empty
     from dtype_lint.engine import check_bytes, check_files
     from dtype_lint.report import render
 
-    if args.add_noqa and args.paths == ["-"]:
-        from dtype_lint.errors import UsageError
-
-        raise UsageError("--add-noqa edits files: give paths, not '-'")
     started = time.perf_counter()
     resolver = resolver_from_args(args)
     settings = settings_from_args(args, resolver)
     if args.show_settings:
         from dtype_lint.commands.views import show_settings
 
-        show_settings(args.paths or ["."], settings, sys.stdout)
+        show_settings(paths, settings, sys.stdout)
         return 0
-    paths = args.paths or ["."]
-    walk_errors: list[str] = []
+    unreadable: list = []
     if paths == ["-"]:
         from dtype_lint.printable import unicode_path
 
@@ -101,14 +120,16 @@ def run(args: argparse.Namespace) -> int:
         data = sys.stdin.buffer.read()
         reports = [check_bytes(data, name, settings)]
     else:
-        files = discover(paths, resolver, walk_errors)
+        files = discover(paths, resolver, unreadable)
         if args.show_files:
             from dtype_lint.printable import printable
 
             for display, _ in files:
                 print(printable(display))
-            return _report_errors(walk_errors, [])
-        warn_if_empty(files, paths, args.quiet, walk_errors)
+            for problem in unreadable:
+                print(f"dtype-lint: warning: {printable(problem.path)}: {problem.reason}", file=sys.stderr)
+            return 0
+        warn_if_empty(files, paths, args.quiet, unreadable)
         cache = None
         if not args.no_cache:
             from dtype_lint.cache import open_cache
@@ -120,13 +141,14 @@ def run(args: argparse.Namespace) -> int:
         data = [] if args.no_project else discover_data(paths, resolver)
         reports = check_files(files, settings, args.jobs, cache=cache, settings_for=resolver,
                               project=not args.no_project, data=data)
+        reports = sorted(reports + unreadable_reports(unreadable, resolver, args.quiet), key=lambda r: r.path)
         if args.verbose:
             from dtype_lint.commands.views import describe_configs
 
             describe_configs(files, resolver, sys.stderr)
     baselined = _baseline(args, reports, settings)
     if isinstance(baselined, int):  # the baseline was written
-        return _report_errors(walk_errors, reports) or baselined
+        return _report_errors(reports) or baselined
     reports = baselined
     if args.diff_base is not None:
         from dtype_lint.review import collect_changes, only_changed
@@ -138,31 +160,35 @@ def run(args: argparse.Namespace) -> int:
     if args.add_noqa:
         from dtype_lint.noqa_adder import add_noqa
 
-        added = add_noqa(reports, dict(files), sys.stderr)
+        outcome = add_noqa(reports, dict(files), sys.stderr)
         if args.quiet < 2:
-            print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
-        return _report_errors(walk_errors, reports)
+            print(f"Added {plural(outcome.added, 'noqa directive')}.")
+        # A finding left without a directive fails the next check: say so now (exit 1), as an
+        # unwritable file does (exit 2).
+        return _report_errors(reports) or (2 if outcome.failed else 1 if outcome.unplaced else 0)
     if args.quiet < 2:
         if args.statistics:
             from dtype_lint.commands.views import statistics
 
-            statistics(reports, settings.output_format, sys.stdout)
+            statistics(reports, settings.output_format, sys.stdout, args.unsafe_fixes)
         else:
-            render(settings.output_format, reports, sys.stdout, show_summary=not args.quiet and bool(reports))
+            render(settings.output_format, reports, sys.stdout, show_summary=not args.quiet and bool(reports),
+                   unsafe_fixes=args.unsafe_fixes)
     if args.verbose:
-        print(f"dtype-lint: checked {len(reports)} files in {time.perf_counter() - started:.2f}s", file=sys.stderr)
-    status = _report_errors(walk_errors, reports)
+        print(f"dtype-lint: checked {plural(len(reports), 'file')} in {time.perf_counter() - started:.2f}s",
+              file=sys.stderr)
+    status = _report_errors(reports)
     if status:
         return status
     has_findings = any(report.findings for report in reports)
     return 1 if has_findings and not args.exit_zero else 0
 
 
-def _report_errors(walk_errors: list[str], reports) -> int:
-    """Print unreadable paths and internal errors (one line each); 2 when there were any."""
+def _report_errors(reports) -> int:
+    """Print internal errors (one line each); 2 when there were any."""
     from dtype_lint.printable import printable
 
     internal = [error for report in reports for error in report.internal_errors]
-    for error in walk_errors + internal:
+    for error in internal:
         print(f"dtype-lint: error: {printable(error)}", file=sys.stderr)
-    return 2 if walk_errors or internal else 0
+    return 2 if internal else 0

@@ -89,11 +89,13 @@ def _static_check(program, args):
 
 def _outcome(result, summary, steps: int, explained: bool) -> tuple[str, list[str], bool]:
     """(one-line outcome, notes to show, whether to show the program's last output)."""
+    from dtype_lint.wording import plural
+
     notes: list[str] = []
     if summary.scaler_updates:
         first, last = summary.scales
         notes.append(
-            f"GradScaler (rank 0): {summary.scaler_updates} update(s), {summary.skipped_steps} step(s) skipped for "
+            f"GradScaler (rank 0): {plural(summary.scaler_updates, 'update')}, {plural(summary.skipped_steps, 'step')} skipped for "
             f"inf/NaN gradients, loss scale {first:g} -> {last:g}"
         )
     if summary.companion_errors:

@@ -12,7 +12,10 @@ import sys
 from collections import Counter
 from typing import TextIO
 
-from dtype_lint.commands.common import add_common_arguments, resolver_from_args, settings_from_args
+from dtype_lint.commands.common import (
+    add_common_arguments, given_paths, output_to, resolver_from_args, settings_from_args, unreadable_reports,
+)
+from dtype_lint.wording import plural
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,10 +27,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exit-non-zero-on-fix", action="store_true", help="exit 1 when any file was changed, even if nothing is left"
     )
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: TextIO, quiet: int = 0) -> None:
@@ -63,10 +62,10 @@ def _report(results, settings, unsafe: bool, diff_mode: bool, out: TextIO, err: 
         return
     fixed = sum(len(result.fixed) for result in results)
     verb = "Would fix" if diff_mode else "Fixed"
-    out.write(f"{verb} {_plural(fixed, 'error')} ({len(remaining)} remaining).\n")
+    out.write(f"{verb} {plural(fixed, 'error')} ({len(remaining)} remaining).\n")
     hidden = sum(1 for f in remaining if f.fix is not None and f.fix.safety is Safety.UNSAFE)
     if hidden and not unsafe:
-        out.write(f"({_plural(hidden, 'more fix')} available with `dtype-lint fix --unsafe-fixes`.)\n")
+        out.write(f"({plural(hidden, 'more fix')} available with `dtype-lint fix --unsafe-fixes`.)\n")
 
 
 def _write_diffs(results, out: TextIO) -> None:
@@ -88,14 +87,19 @@ class _Discard:
 
 
 def run(args: argparse.Namespace) -> int:
+    with output_to(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from dtype_lint.discover import discover, warn_if_empty
     from dtype_lint.fixer import FixOptions, fix_bytes, fix_files
-    from dtype_lint.printable import printable, unicode_path
+    from dtype_lint.printable import unicode_path
+    from dtype_lint.fixer.files import FileFixResult
 
     resolver = resolver_from_args(args)
     settings = settings_from_args(args, resolver)
-    walk_errors: list[str] = []
-    paths = args.paths or ["."]
+    paths = given_paths(args)
     if paths == ["-"]:
         # Editors: source on stdin, the fixed source (or the diff) on stdout, the report on stderr.
         data = sys.stdin.buffer.read()
@@ -108,10 +112,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         results, out = [result], sys.stderr
     else:
-        files = discover(paths, resolver, walk_errors)
-        warn_if_empty(files, paths, args.quiet, walk_errors)
+        unreadable: list = []
+        files = discover(paths, resolver, unreadable)
+        warn_if_empty(files, paths, args.quiet, unreadable)
         options = FixOptions(args.unsafe_fixes, write=not args.diff, original_lines=args.diff)
         results = fix_files(files, settings, options, args.jobs, settings_for=resolver)
+        results += [FileFixResult(report.path, remaining=report.findings)
+                    for report in unreadable_reports(unreadable, resolver, args.quiet)]
         if args.verbose:
             from dtype_lint.commands.views import describe_configs
 
@@ -121,9 +128,7 @@ def run(args: argparse.Namespace) -> int:
             _write_diffs(results, sys.stdout)
             out = sys.stderr  # stdout holds only the patch, so it can be piped to ``git apply``
     _report(results, settings, args.unsafe_fixes, args.diff, out, sys.stderr, args.quiet)
-    for error in walk_errors:
-        print(f"dtype-lint: error: {printable(error)}", file=sys.stderr)
-    if walk_errors or any(result.internal_errors for result in results):
+    if any(result.internal_errors for result in results):
         return 2
     changed = any(result.changed for result in results)
     failed = any(result.failure for result in results)

@@ -8,17 +8,24 @@ from collections import Counter
 from typing import TextIO
 
 from dtype_lint.findings import Finding, Safety
+from dtype_lint.wording import plural
 
 
-def _fixability(findings: list[Finding]) -> str:
-    """``[*]`` when `fix` can fix them, ``[-]`` only with --unsafe-fixes, ``[ ]`` not at all (ruff's marks)."""
+def _fixability(findings: list[Finding], unsafe_fixes: bool = False) -> str:
+    """``[*]`` when `fix` can fix them, ``[-]`` only with --unsafe-fixes, ``[ ]`` not at all (ruff's
+    marks); ``unsafe_fixes`` (``check --unsafe-fixes``): unsafe fixes count as applicable."""
     safeties = {finding.fix.safety for finding in findings if finding.fix is not None}
-    if Safety.SAFE in safeties:
+    if Safety.SAFE in safeties or (unsafe_fixes and safeties):
         return "[*]"
     return "[-]" if safeties else "[ ]"
 
 
-def statistics(reports, output_format: str, out: TextIO) -> None:
+# The formats whose statistics are data; every other format (text, concise, github, sarif,
+# rdjson, junit, gitlab) gets flake8's and ruff's table: statistics are for a person to read.
+JSON_STATISTICS = ("json", "json-lines")
+
+
+def statistics(reports, output_format: str, out: TextIO, unsafe_fixes: bool = False) -> None:
     by_code: dict[str, list[Finding]] = {}
     for report in reports:
         for finding in report.findings:
@@ -26,11 +33,11 @@ def statistics(reports, output_format: str, out: TextIO) -> None:
     counts = Counter({code: len(found) for code, found in by_code.items()})
     # Most frequent first, ties by code: deterministic.
     rows = sorted(by_code, key=lambda code: (-counts[code], code))
-    if output_format in ("text", "concise"):
+    if output_format not in JSON_STATISTICS:
         width = max((len(str(counts[code])) for code in rows), default=1)
         for code in rows:
             found = by_code[code]
-            out.write(f"{counts[code]:>{width}}\t{code}\t{_fixability(found)} {found[0].name}\n")
+            out.write(f"{counts[code]:>{width}}\t{code}\t{_fixability(found, unsafe_fixes)} {found[0].name}\n")
         return
     data = [
         {
@@ -42,6 +49,10 @@ def statistics(reports, output_format: str, out: TextIO) -> None:
         }
         for code in rows
     ]
+    if output_format == "json-lines":
+        for row in data:
+            out.write(json.dumps(row) + "\n")
+        return
     json.dump(data, out, indent=2)
     out.write("\n")
 
@@ -85,4 +96,4 @@ def describe_configs(files: list[tuple[str, str]], resolver, out: TextIO) -> Non
 
     counts: Counter = Counter(resolver(fs_path).config_path or "(no config: defaults)" for _, fs_path in files)
     for config in sorted(counts):
-        out.write(f"dtype-lint: {counts[config]} file{'s' if counts[config] != 1 else ''} with {printable(str(config))}\n")
+        out.write(f"dtype-lint: {plural(counts[config], 'file')} with {printable(str(config))}\n")

@@ -35,6 +35,7 @@ from dtype_lint.project.seeding import (
     RETURNED_BY, AutocastWorld, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld,
 )
 from dtype_lint.project.worlds import Entered, Project, Returned, ReturnedValue, World
+from dtype_lint.unused_noqa import CODE as UNUSED_NOQA
 
 # Rules whose verdict depends on the dtype a class runs in: numerics, operand and input mismatches.
 # (DTL107 is left out: under a world, operands the flow only knows as unions, such as a router's
@@ -230,14 +231,15 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
                       (called, functions)))
     results = run_pool(_recheck, tasks, jobs, _recheck_crashed)
     reports = list(reports)
-    for task, (added, errors, lines) in zip(tasks, results):
+    for task, (added, errors, lines, used_noqa) in zip(tasks, results):
         index = task[0]
         report = reports[index]
-        if not added and not errors:
+        if not added and not errors and not used_noqa:
             continue
+        kept = [f for f in report.findings if f.code != UNUSED_NOQA or (f.line, f.column) not in used_noqa]
         reports[index] = dataclasses.replace(
             report,
-            findings=sort_findings([*report.findings, *added]),
+            findings=sort_findings([*kept, *added]),
             internal_errors=[*report.internal_errors, *errors],
             lines=report.lines if report.lines is not None else lines,
         )
@@ -269,13 +271,14 @@ def _world_key(settings, variants: list[FileWorlds], plain: list) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-def _recheck_crashed(task, reason: str) -> tuple[list[Finding], list[str], None]:
+def _recheck_crashed(task, reason: str) -> tuple[list[Finding], list[str], None, set]:
     display = task[1]
-    return [], [f"{display}: internal error in the project pass: {reason}"], None
+    return [], [f"{display}: internal error in the project pass: {reason}"], None, set()
 
 
-def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
-    """(findings added by the worlds and the calling contexts, internal errors, the file's lines)."""
+def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None, set[tuple[int, int]]]:
+    """(findings added by the worlds and the calling contexts, internal errors, the file's lines,
+    the places of the file's DTL002 findings whose comment a finding under a world used)."""
     from dtype_lint.source import UndecodableSource, decode
 
     _, display, fs_path, settings, cache, variants, ranges, plain, (called, functions) = task
@@ -284,13 +287,19 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
             data = handle.read()
         text = decode(data).text
     except (OSError, UndecodableSource):
-        return [], [], None
-    if cache is not None:
+        return [], [], None, set()
+    # DTL002 (unused-noqa): a comment is unused only if no world used it either. Not cached: the
+    # world entries hold findings, not the comments they used (and DTL002 is opt-in).
+    unused_noqa = {(line, column) for code, line, column in plain if code == UNUSED_NOQA}
+    plain_unused = set(unused_noqa)
+    if cache is not None and not settings.is_selected(UNUSED_NOQA, display):
         cache = cache.for_settings(settings)
         key = _world_key(settings, variants, plain)
         cached = cache.load_world(display, data, key)
         if cached is not None:
-            return cached, [], text.splitlines() if cached else None
+            return cached, [], text.splitlines() if cached else None, set()
+    else:
+        cache = None
     known = {tuple(item) for item in plain}
     added: list[Finding] = []
     # (code, line, column) -> (finding, function, the contexts it is found under)
@@ -299,10 +308,11 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     for file_worlds in variants:
         found, errors = _check_under(text, display, settings, file_worlds)
         if errors:
-            return [], errors, None
+            return [], errors, None, set()
+        unused_noqa &= {(f.line, f.column) for f in found if f.code == UNUSED_NOQA}
         for finding in found:
             place = (finding.code, finding.line, finding.column)
-            if place in known:
+            if place in known or finding.code == UNUSED_NOQA:
                 continue
             function = _function_at(functions, file_worlds.contexts, finding.line)
             in_context = function is not None and finding.code in CONTEXT_RULES
@@ -327,7 +337,7 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None]:
     added = sort_findings(added)
     if cache is not None:
         cache.store_world(display, data, key, added)
-    return added, [], text.splitlines() if added else None
+    return added, [], text.splitlines() if added else None, plain_unused - unused_noqa
 
 
 def _check_under(text: str, display: str, settings, file_worlds: FileWorlds) -> tuple[list[Finding], list[str]]:

@@ -16,9 +16,10 @@ def all_findings(reports) -> list[Finding]:
 SUMMARISED = ("text", "concise")
 
 
-def render(output_format: str, reports, out: TextIO, show_summary: bool = True) -> None:
-    module = importlib.import_module(f"dtype_lint.report.{output_format}_format")
+def render(output_format: str, reports, out: TextIO, show_summary: bool = True, unsafe_fixes: bool = False) -> None:
+    """``unsafe_fixes``: mark unsafe fixes as applicable too (``check --unsafe-fixes``)."""
+    module = importlib.import_module(f"dtype_lint.report.{output_format.replace('-', '_')}_format")
     if output_format in SUMMARISED:
-        module.render(reports, out, show_summary=show_summary)
+        module.render(reports, out, show_summary=show_summary, unsafe_fixes=unsafe_fixes)
     else:
         module.render(reports, out)

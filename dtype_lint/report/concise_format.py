@@ -8,9 +8,9 @@ from dtype_lint.report import all_findings
 from dtype_lint.report.text_format import headline, summary
 
 
-def render(reports, out: TextIO, show_summary: bool = True) -> None:
+def render(reports, out: TextIO, show_summary: bool = True, unsafe_fixes: bool = False) -> None:
     findings = all_findings(reports)
     for finding in findings:
-        out.write(headline(finding) + "\n")
-    for line in summary(findings) if show_summary else ():
+        out.write(headline(finding, unsafe_fixes=unsafe_fixes) + "\n")
+    for line in summary(findings, unsafe_fixes) if show_summary else ():
         out.write(line + "\n")

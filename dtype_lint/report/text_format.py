@@ -9,6 +9,7 @@ from dtype_lint.findings import Finding, Safety
 from dtype_lint.printable import printable
 from dtype_lint.report import all_findings
 from dtype_lint.report.sources import source_line
+from dtype_lint.wording import plural
 
 
 def location(finding: Finding) -> str:
@@ -17,9 +18,15 @@ def location(finding: Finding) -> str:
     return f"{printable(finding.path)}:{finding.line}:{finding.column}"
 
 
-def headline(finding: Finding, show_fixable: bool = True) -> str:
-    """``show_fixable``: ``[*]`` after the code of a finding with a safe fix."""
-    marker = " [*]" if show_fixable and finding.fix is not None and finding.fix.safety is Safety.SAFE else ""
+def applicable(finding: Finding, unsafe_fixes: bool = False) -> bool:
+    """Whether ``fix`` (``fix --unsafe-fixes`` when ``unsafe_fixes``) would apply the finding's fix."""
+    return finding.fix is not None and (unsafe_fixes or finding.fix.safety is Safety.SAFE)
+
+
+def headline(finding: Finding, show_fixable: bool = True, unsafe_fixes: bool = False) -> str:
+    """``show_fixable``: ``[*]`` after the code of a finding whose fix `fix` would apply
+    (``unsafe_fixes``: ``check --unsafe-fixes``, unsafe ones too)."""
+    marker = " [*]" if show_fixable and applicable(finding, unsafe_fixes) else ""
     return f"{location(finding)}: {printable(finding.code)}{marker} {printable(finding.message)}"
 
 
@@ -40,13 +47,17 @@ def _source_excerpt(finding: Finding, lines: list[str] | None) -> list[str]:
     ]
 
 
-def summary(findings: list[Finding]) -> list[str]:
+def summary(findings: list[Finding], unsafe_fixes: bool = False) -> list[str]:
+    """ruff's closing lines; ``unsafe_fixes`` (``check --unsafe-fixes``): unsafe fixes count as
+    fixable, with the command that applies them."""
     if not findings:
         return ["All checks passed!"]
-    safe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.SAFE)
+    safe = sum(1 for f in findings if applicable(f))
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.safety is Safety.UNSAFE)
-    noun = "error" if len(findings) == 1 else "errors"
-    lines = [f"Found {len(findings)} {noun}."]
+    lines = [f"Found {plural(len(findings), 'error')}."]
+    if unsafe_fixes and safe + unsafe:
+        lines.append(f"[*] {safe + unsafe} fixable with `dtype-lint fix --unsafe-fixes`.")
+        return lines
     if safe:
         lines.append(f"[*] {safe} fixable with `dtype-lint fix`.")
     if unsafe:
@@ -54,12 +65,12 @@ def summary(findings: list[Finding]) -> list[str]:
     return lines
 
 
-def render(reports, out: TextIO, show_summary: bool = True) -> None:
+def render(reports, out: TextIO, show_summary: bool = True, unsafe_fixes: bool = False) -> None:
     lines_by_path = {report.path: report.lines for report in reports}
     findings = all_findings(reports)
     for finding in findings:
-        out.write(headline(finding) + "\n")
+        out.write(headline(finding, unsafe_fixes=unsafe_fixes) + "\n")
         for line in _source_excerpt(finding, lines_by_path.get(finding.path)):
             out.write(line + "\n")
-    for line in summary(findings) if show_summary else ():
+    for line in summary(findings, unsafe_fixes) if show_summary else ():
         out.write(line + "\n")

@@ -314,7 +314,7 @@ def _hook_optimizer(state: State) -> None:
         recorder.claim(
             "nonfinite-params",
             ("DTL404", "DTL401", "DTL403", "DTL305", "DTL505", "DTL208", "DTL503"),
-            f"{type(optimizer).__name__}.step() left {len(bad)} parameter tensor(s) with inf/NaN "
+            f"{type(optimizer).__name__}.step() left {len(bad)} parameter tensor{'' if len(bad) == 1 else 's'} with inf/NaN "
             f"({_short(param.dtype)}" + (f", eps={eps:g}" if isinstance(eps, float) else "") + ")",
             recorder.user_stack(),
             origins=([origin] if origin else []) + state.origins(),

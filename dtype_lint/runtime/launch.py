@@ -108,7 +108,7 @@ def _wait(process, timeout: float, started: float, evidence_dir: str, steps: int
         claims = sum(1 for r in records if r.get("kind") == "claim")
         ranks = len({r.get("rank") for r in records if r.get("kind") == "start"})
         line = (f"dtype-lint confirm: {time.monotonic() - started:.0f}s, iteration {step} of {steps}, "
-                f"{claims} defect(s) seen so far" + (f", {ranks} ranks" if ranks > 1 else "") + "\n")
+                f"{claims} defect{'' if claims == 1 else 's'} seen so far" + (f", {ranks} ranks" if ranks > 1 else "") + "\n")
         try:
             progress.write(line)
             progress.flush()
