@@ -308,3 +308,17 @@ def test_output_formats_full_json_lines_junit_gitlab(tmp_path):
     config = run_cli("check", "--config", str(write(tmp_path, {"c.toml": 'output-format = "full"\n'}) / "c.toml"),
                      "a.py", cwd=tmp_path)
     assert config.returncode == 1 and "Found 4 errors." in config.stdout
+
+
+# -- items 11 and 12: confirm's errors ---------------------------------------------------------------
+def test_confirm_without_torch_is_a_one_line_install_hint(tmp_path):
+    # An environment without torch: the wrapper hides it from this interpreter, which runs the program.
+    wrapper = write(tmp_path, {
+        "no_torch.py": "import sys\nsys.modules['torch'] = None\nfrom dtype_lint.cli import main\nsys.exit(main())\n",
+        "train.py": "import torch\nprint('ran')\n",
+    }) / "no_torch.py"
+    result = subprocess.run([sys.executable, str(wrapper), "confirm", "train.py"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"dtype-lint: error: confirm runs the program with torch, which {sys.executable} "
+                             "cannot import: pip install 'dtype-lint[runtime]'\n")

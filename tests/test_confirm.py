@@ -220,10 +220,11 @@ def _confirm(*args, cwd=None):
     return result
 
 
-def test_missing_script_is_a_clear_report_and_exit_2(tmp_path):
-    result = _confirm(str(tmp_path / "missing.py"))
-    assert result.returncode == 2
-    assert "could not start the program" in result.stdout and "missing.py: no such file" in result.stdout
+def test_missing_script_is_one_error_line_naming_it_as_given_and_exit_2(tmp_path):
+    for given, cwd in ((str(tmp_path / "missing.py"), None), ("missing.py", tmp_path), ("/nonexistent/prog.py", None)):
+        result = _confirm(given, cwd=cwd)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == f"dtype-lint: error: {given}: no such file or directory\n"
 
 
 def test_syntax_error_is_not_run_and_exit_2(tmp_path):

@@ -15,6 +15,11 @@ import sys
 from dtype_lint.commands.common import _codes, positive_int
 
 FORMATS = ("text", "json", "sarif")
+INSTALL_HINT = "pip install 'dtype-lint[runtime]'"
+
+
+def _no_torch(companion_error: str) -> bool:
+    return companion_error.startswith("ModuleNotFoundError") and "'torch'" in companion_error
 
 
 class _Renderers(dict):
@@ -177,13 +182,13 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, out) -> int:
     from dtype_lint.errors import UsageError
     from dtype_lint.runtime.launch import RunResult, run_program
-    from dtype_lint.runtime.program import parse_command
+    from dtype_lint.runtime.program import parse_command, torch_missing
     from dtype_lint.runtime.verdicts import decide, drop_ignored
 
-    try:
-        program = parse_command(args.program)
-    except UsageError as error:
-        return _cannot_start(args, " ".join(args.program), str(error), out)
+    program = parse_command(args.program)  # a program that cannot be found: one line, exit 2
+    interpreter = torch_missing(program)
+    if interpreter is not None:
+        raise UsageError(f"confirm runs the program with torch, which {interpreter} cannot import: {INSTALL_HINT}")
     files, findings, hidden, settings = _static_check(program, args)
     broken = [f for f in findings if f.code == "DTL001" and f.path == program.entry]
     if broken:
@@ -213,6 +218,9 @@ def _run(args: argparse.Namespace, out) -> int:
         reason = "the companion never started in the program (is it a Python program run with this interpreter?)"
         if summary.companion_errors:
             reason = f"the companion could not start in the program: {summary.companion_errors[0]}"
+            if _no_torch(summary.companion_errors[0]):
+                # The program's own traceback of `import torch` says nothing more.
+                return _cannot_start(args, program.display, f"{reason} ({INSTALL_HINT})", out, findings)
         elif result.returncode not in (0, None):
             # Whether any of its code ran is unknown: only a started companion would have said.
             reason = (f"the program exited with status {result.returncode} and the companion never started in it "

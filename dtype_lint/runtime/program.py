@@ -116,7 +116,8 @@ def parse_command(argv: list[str], cwd: str | None = None) -> Program:
     if entry is None and module is not None:
         raise UsageError(f"cannot find module {module!r} under {cwd}")
     if entry is not None and not os.path.isfile(entry):
-        raise UsageError(f"{os.path.relpath(entry, cwd)}: no such file")
+        given = next((t for t in tokens if os.path.abspath(os.path.join(cwd, t)) == entry), entry)
+        raise UsageError(f"{given}: no such file or directory")
     root = os.path.dirname(entry) if entry else cwd
     if module is not None and entry is not None:
         root = cwd  # a package run with -m: its files live under the working directory
@@ -170,3 +171,26 @@ def _local_imports(path: str, root: str) -> set[str]:
                 if os.path.isfile(candidate) and os.path.abspath(candidate).startswith(root + os.sep):
                     found.add(os.path.abspath(candidate))
     return found
+
+
+def torch_missing(program: Program) -> str | None:
+    """The interpreter that will run ``program`` when it cannot find torch (confirm's companion
+    needs it), else None. Looks for the module without importing it; a launcher (torchrun,
+    accelerate) or an interpreter that cannot be asked is given the benefit of the doubt."""
+    import importlib.util
+    import subprocess
+
+    interpreter = program.command[0]
+    if not _is_python(interpreter):
+        return None
+    if interpreter == sys.executable:
+        try:
+            return interpreter if importlib.util.find_spec("torch") is None else None
+        except (ImportError, ValueError):
+            return interpreter
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    try:
+        result = subprocess.run([interpreter, "-c", probe], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return interpreter if result.returncode == 1 else None
