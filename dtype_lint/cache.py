@@ -4,7 +4,8 @@ An entry holds one file's findings. It is valid only for the exact bytes it was 
 this analyzer (its version and the hash of its own source, so an edited rule never serves stale
 results), the effective settings (``Settings.cache_key()``) and the path the findings are
 reported under (per-file ignores depend on it). Entries are JSON, never pickle: a cache directory
-that came with a checkout must not be able to run code.
+that came with a checkout must not be able to run code. How they are stored (compressed, one
+folder per analyzer and settings) and pruned is cache_store.py's business.
 
 Concurrent runs are safe: each entry is written to a temporary file and moved into place with
 ``os.replace``, so a reader sees a whole entry or none. An entry that cannot be read or does not
@@ -16,21 +17,19 @@ it is read only if it is a regular file (not a symlink, FIFO or device) of at mo
 these bytes (the key's path, a known code with its name, a range inside the file, every field of
 its type), the source lines shown with the findings are taken from the file itself, and a summary
 must have the shape the project pass reads. Anything else is a miss. Nothing is written through a
-symlink: a project cache directory that is one is not used (``open_cache``), and a shard folder
-that is one is not written to.
+symlink: a project cache directory that is one is not used (``open_cache``), and an analyzer or
+settings folder that is one is not written to.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from dtype_lint import __version__
+from dtype_lint import __version__, cache_store
 from dtype_lint.config import Settings
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 from dtype_lint.tree_files import read_regular_file
@@ -38,8 +37,9 @@ from dtype_lint.tree_files import read_regular_file
 DIRECTORY_NAME = ".dtype_lint_cache"
 # Where to put the cache instead of next to the config (tests and benchmarks use it).
 DIRECTORY_ENV = "DTYPE_LINT_CACHE_DIR"
-FORMAT = 5  # 5: no source lines in entries (taken from the file); 4: summaries hold autocast calls
-# An entry holds findings and a summary, a fraction of its file's size; a bigger one is no entry.
+FORMAT = 6  # 6: compressed, in folders per analyzer and settings (cache_store.py); 5: no source lines
+# An entry holds findings and a summary, a fraction of its file's size; a bigger one is no entry
+# (compressed on disk, and again once inflated: cache_store.MAX_ENTRY_BYTES).
 MAX_ENTRY_BYTES = 64 << 20
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -90,10 +90,13 @@ def open_cache(settings: Settings) -> tuple["Cache | None", str | None]:
 class Cache:
     """Entries for one analyzer and one set of settings. Holds only strings: safe to pickle."""
 
-    def __init__(self, directory: str | os.PathLike, settings: Settings) -> None:
+    def __init__(self, directory: str | os.PathLike, settings: Settings, started: float | None = None) -> None:
         self.directory = str(directory)
         self.settings_key = settings.cache_key()
         self.namespace = hashlib.sha256(f"{analyzer_fingerprint()}\0{self.settings_key}".encode()).hexdigest()
+        self.generation = analyzer_fingerprint()[:16]
+        self.settings_folder = hashlib.sha256(self.settings_key.encode()).hexdigest()[:16]
+        self.started = cache_store.new_run() if started is None else started  # a sibling shares its run
         self._siblings: dict[str, Cache] = {self.settings_key: self}
         self._by_settings: dict[Settings, Cache] = {settings: self}
 
@@ -105,13 +108,27 @@ class Cache:
         key = settings.cache_key()
         sibling = self._siblings.get(key)
         if sibling is None:
-            sibling = self._siblings[key] = Cache(self.directory, settings)
+            sibling = self._siblings[key] = Cache(self.directory, settings, self.started)
         self._by_settings[settings] = sibling
         return sibling
 
     def _entry_path(self, display_path: str) -> str:
-        name = hashlib.sha256(f"{self.namespace}\0{display_path}".encode()).hexdigest()
-        return os.path.join(self.directory, name[:2], name[2:] + ".json")
+        name = hashlib.sha256(display_path.encode()).hexdigest()
+        return cache_store.entry_path(self.directory, self.generation, self.settings_folder, name)
+
+    def _folders(self) -> tuple[str, str]:
+        generation = os.path.join(self.directory, self.generation)
+        return generation, os.path.join(generation, self.settings_folder)
+
+    def _read(self, path: str, fields: tuple[str, ...]) -> dict | None:
+        entry = _read_entry(path, fields)
+        if entry is not None:
+            cache_store.mark_used(*self._folders())
+        return entry
+
+    def finish_run(self) -> None:
+        """After a run (the main process): prune what this analyzer no longer reads."""
+        cache_store.prune(self.directory, self.generation, self.started)
 
     def _key(self, display_path: str, data: bytes) -> str:
         content = hashlib.sha256(data).hexdigest()
@@ -121,7 +138,7 @@ class Cache:
         """The cached FileReport for these bytes, or None (missing, stale, corrupt or implausible entry)."""
         from dtype_lint.engine import FileReport
 
-        entry = _read_entry(self._entry_path(display_path), ("key", "findings", "summary"))
+        entry = self._read(self._entry_path(display_path), ("key", "file", "findings", "summary"))
         if entry is None or entry["key"] != self._key(display_path, data):
             return None
         shape = _FileShape(display_path, data)
@@ -134,12 +151,14 @@ class Cache:
         lines = shape.lines if findings else None
         return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines, summary=summary)
 
-    def store(self, display_path: str, data: bytes, report) -> None:
-        """Record a report; reports with internal errors are not cached (they are retried)."""
+    def store(self, display_path: str, data: bytes, report, source: str | None = None) -> None:
+        """Record a report; reports with internal errors are not cached (they are retried).
+        ``source``: the file's path on disk (the display path when not given)."""
         if report.internal_errors:
             return
         entry = {
             "key": self._key(display_path, data),
+            "file": os.path.abspath(source or display_path),  # gone: the entry is pruned (cache_store)
             "findings": [_finding_to_json(finding) for finding in report.findings],
             "summary": report.summary,
         }
@@ -147,18 +166,21 @@ class Cache:
 
     # -- the project pass's entries: one file's findings under its precision worlds ----------------
     def _world_path(self, display_path: str, world_key: str) -> str:
-        return self._entry_path(f"{display_path}\0worlds\0{world_key}")
+        # One entry per file (its key says which worlds): new worlds replace the old ones'.
+        return self._entry_path(f"{display_path}\0worlds")
 
     def load_world(self, display_path: str, data: bytes, world_key: str) -> list[Finding] | None:
         """The findings cached for these bytes checked under the worlds ``world_key`` names."""
-        entry = _read_entry(self._world_path(display_path, world_key), ("key", "findings"))
+        entry = self._read(self._world_path(display_path, world_key), ("key", "file", "findings"))
         if entry is None or entry["key"] != self._key(display_path, data) + ":" + world_key:
             return None
         return _findings_from_json(entry["findings"], _FileShape(display_path, data))
 
-    def store_world(self, display_path: str, data: bytes, world_key: str, findings: list[Finding]) -> None:
+    def store_world(self, display_path: str, data: bytes, world_key: str, findings: list[Finding],
+                    source: str | None = None) -> None:
         entry = {
             "key": self._key(display_path, data) + ":" + world_key,
+            "file": os.path.abspath(source or display_path),
             "findings": [_finding_to_json(finding) for finding in findings],
         }
         self._write(self._world_path(display_path, world_key), entry)
@@ -166,14 +188,17 @@ class Cache:
     def _write(self, target: str, entry: dict) -> None:
         try:
             _prepare(self.directory)
-            shard = os.path.dirname(target)
-            os.makedirs(shard, exist_ok=True)
-            if not stat.S_ISDIR(os.lstat(shard).st_mode):
-                return  # a symlink (or anything but our own folder): never written through
-            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".json")
+            generation, settings_folder = self._folders()
+            for folder in (generation, settings_folder):
+                if not os.path.isdir(folder):
+                    os.mkdir(folder)
+                if not cache_store.real_folder(folder):
+                    return  # a symlink (or anything but our own folder): never written through
+            cache_store.mark_used(generation, settings_folder)
+            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
             try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    json.dump(entry, out, separators=(",", ":"))
+                with os.fdopen(handle, "wb") as out:
+                    out.write(cache_store.encode(entry))
                 os.replace(temporary, target)
             except BaseException:
                 _remove_quietly(temporary)
@@ -233,12 +258,12 @@ class _Implausible(Exception):
 
 
 def _read_entry(path: str, fields: tuple[str, ...]) -> dict | None:
-    """The JSON object at ``path`` with exactly ``fields``, or None."""
+    """The JSON object stored at ``path`` with exactly ``fields``, or None."""
     data = read_regular_file(path, MAX_ENTRY_BYTES, follow_symlinks=False)
     if data is None:
         return None
     try:
-        entry = json.loads(data)
+        entry = cache_store.decode(data)
     except (ValueError, RecursionError):
         return None
     if not isinstance(entry, dict) or set(entry) != set(fields) or not isinstance(entry["key"], str):

@@ -399,7 +399,7 @@ def check_file(
             return cached
         report = check_bytes(data, display_path, settings, prefilter=prefilter, summarize=summarize)
         if cache is not None:
-            cache.store(display_path, data, report)
+            cache.store(display_path, data, report, fs_path)
         return report
     except Exception as error:  # noqa: BLE001 - reported, never a traceback
         return FileReport(
@@ -459,6 +459,8 @@ def check_files(
                 message = f"internal error in the project pass: {type(error).__name__}: {error}"
                 reports = [dataclasses.replace(first, internal_errors=[*first.internal_errors, message]),
                            *reports[1:]]
+    if cache is not None:
+        cache.finish_run()
     return reports
 
 

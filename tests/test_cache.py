@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
+from dtype_lint import cache_store
 from dtype_lint.cache import DIRECTORY_ENV, Cache, cache_directory
 from dtype_lint.config import Settings
 from dtype_lint.engine import FileReport, check_file, check_text
@@ -45,16 +46,24 @@ def check(project: Path, *extra: str):
 
 
 def entries(project: Path) -> list[Path]:
-    return sorted((project / "cache").glob("*/*.json"))
+    return sorted((project / "cache").rglob("*" + cache_store.SUFFIX))
+
+
+def read_entry(path: Path) -> dict:
+    return cache_store.decode(path.read_bytes())
+
+
+def write_entry(path: Path, entry: dict) -> None:
+    path.write_bytes(cache_store.encode(entry))
 
 
 def tamper(project: Path, new_message: str) -> None:
     """Rewrite every cached finding's message (keeping the key): only a cache hit can show it."""
     for path in entries(project):
-        entry = json.loads(path.read_text())
+        entry = read_entry(path)
         for finding in entry["findings"]:
             finding["message"] = new_message
-        path.write_text(json.dumps(entry))
+        write_entry(path, entry)
 
 
 def test_warm_run_gives_identical_findings_and_reads_the_cache(project):
@@ -85,8 +94,8 @@ def test_corrupt_entries_are_ignored_and_rewritten(project):
     assert again == cold
     assert result.stderr == ""
     for path in paths:
-        entry = json.loads(path.read_text())  # rewritten as a whole, valid entry
-        assert set(entry) == {"key", "findings", "summary"}
+        entry = read_entry(path)  # rewritten as a whole, valid entry
+        assert set(entry) == {"key", "file", "findings", "summary"}
 
 
 def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
@@ -95,14 +104,14 @@ def test_entry_with_matching_key_but_bad_fields_is_a_miss(tmp_path):
     data = SOURCE.encode()
     report = check_text(SOURCE, "a.py", settings)
     cache.store("a.py", data, report)
-    (entry_path,) = tmp_path.glob("*/*.json")
-    entry = json.loads(entry_path.read_text())
+    (entry_path,) = tmp_path.rglob("*" + cache_store.SUFFIX)
+    entry = read_entry(entry_path)
     entry["findings"][0]["confidence"] = 17
-    entry_path.write_text(json.dumps(entry))
+    write_entry(entry_path, entry)
     assert cache.load("a.py", data) is None
     entry["findings"] = []
     entry["summary"] = [1, 2]
-    entry_path.write_text(json.dumps(entry))
+    write_entry(entry_path, entry)
     assert cache.load("a.py", data) is None
 
 
@@ -184,7 +193,7 @@ def test_reports_with_internal_errors_are_not_cached(tmp_path):
     cache = Cache(tmp_path, Settings())
     cache.store("a.py", b"x", FileReport("a.py", findings=[], internal_errors=["a.py: internal error in DTL999"]))
     assert cache.load("a.py", b"x") is None
-    assert not list(tmp_path.glob("*/*.json"))
+    assert not list(tmp_path.rglob("*" + cache_store.SUFFIX))
 
 
 def test_check_file_stores_then_serves(tmp_path):
@@ -244,6 +253,64 @@ def test_concurrent_runs_share_the_cache_safely(project):
         for returncode, out, err in json.loads(result.stdout):
             assert returncode == 1 and err == ""
             assert json.loads(out) == expected
-    assert not list((project / "cache").glob("*/.tmp-*"))
+    assert not list((project / "cache").rglob(".tmp-*"))
     for path in entries(project):
-        assert set(json.loads(path.read_text())) == {"key", "findings", "summary"}
+        assert set(read_entry(path)) == {"key", "file", "findings", "summary"}
+
+
+# -- size (issue 22, item 15): compressed, no copy of the source, pruned ---------------------------
+def _folder_of(project: Path) -> Path:
+    (entry,) = {path.parent for path in entries(project)}
+    return entry
+
+
+def test_entries_are_compressed_and_hold_no_copy_of_the_source(project):
+    check(project)
+    paths = entries(project)
+    assert paths and all("lines" not in read_entry(path) for path in paths)
+    plain = sum(len(json.dumps(read_entry(path), separators=(",", ":"))) for path in paths)
+    assert sum(path.stat().st_size for path in paths) < plain
+    warm = run_cli("check", "--select", "DTL201", ".", cwd=project, env={DIRECTORY_ENV: str(project / "cache")})
+    assert "2 | scaler = torch.cuda.amp.GradScaler()" in warm.stdout  # the lines come back from the file
+
+
+def test_pruning_keeps_current_analyzer_recent_settings_and_present_files(project):
+    import os
+    import time
+
+    cache = project / "cache"
+    old = time.time() - 10 * 24 * 3600
+    for index, name in enumerate(("0123456789abcdef", "fedcba9876543210")):  # two older analyzers
+        for later, settings in enumerate(("aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb")):
+            (cache / name / settings).mkdir(parents=True)
+            cache_store.mark_used(str(cache / name), str(cache / name / settings))
+            os.utime(cache / name / settings / cache_store.USED_MARKER, (old + later, old + later))
+        os.utime(cache / name / cache_store.USED_MARKER, (old + index, old + index))
+    (cache / "ab").mkdir()  # the flat layout of format 4
+    check(project)
+    current = _folder_of(project).parent
+    for flags in (["--select", "DTL201"], ["--min-confidence", "low"], ["--ignore", "DTL001"]):
+        check(project, *flags)  # four settings in all: the least recent goes
+    generations = sorted(p.name for p in cache.iterdir() if p.is_dir())
+    assert generations == sorted([current.name, "fedcba9876543210"])  # and the last other one used
+    assert [p.name for p in (cache / "fedcba9876543210").iterdir() if p.is_dir()] == ["bbbbbbbbbbbbbbbb"]
+    assert len([p for p in current.iterdir() if p.is_dir()]) == cache_store.KEPT_SETTINGS
+    # A deleted file's entry goes at the next daily sweep.
+    (project / "pkg" / "m1.py").unlink()
+    os.utime(current / cache_store.SWEPT_MARKER, (old, old))
+    check(project)
+    assert not any(read_entry(path)["file"].endswith("m1.py") for path in entries(project))
+    assert any(read_entry(path)["file"].endswith("m3.py") for path in entries(project))
+
+
+def test_a_file_keeps_one_project_pass_entry_whatever_its_worlds(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x.masked_fill(x > 0, -1e9)\n")
+    train = tmp_path / "train.py"
+    for dtype in ("half", "bfloat16", "half"):
+        train.write_text(f"import torch\nfrom model import Net\n\nnet = Net().{dtype}()\n")
+        run_cli("check", ".", cwd=tmp_path, env={DIRECTORY_ENV: str(tmp_path / "cache")})
+        worlds = [p for p in (tmp_path / "cache").rglob("*" + cache_store.SUFFIX) if "findings" in read_entry(p)
+                  and "summary" not in read_entry(p)]
+        assert len(worlds) == 1

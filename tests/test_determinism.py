@@ -45,7 +45,7 @@ def test_hash_seed_does_not_change_output(reference, tmp_path, seed):
 def test_cache_cold_and_warm_give_identical_output(reference, tmp_path):
     cache = str(tmp_path / "cache")
     cold = run(tmp_path, "--format", "json", "--jobs", "2", seed="7", cache=cache)
-    assert list((tmp_path / "cache").glob("*/*.json"))
+    assert list((tmp_path / "cache").rglob("*.z"))
     warm = run(tmp_path, "--format", "json", "--jobs", "1", seed="8", cache=cache)
     assert cold == reference and warm == reference
 

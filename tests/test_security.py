@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
+from dtype_lint import cache_store
 from dtype_lint.cache import DIRECTORY_ENV, DIRECTORY_NAME, Cache
 from dtype_lint.config import Settings
 from dtype_lint.engine import PARSE_ERROR, check_bytes, check_file, check_text
@@ -130,6 +132,12 @@ def test_a_symlinked_cache_directory_is_never_written_through(tmp_path, monkeypa
     (project / DIRECTORY_NAME).mkdir()
     for index in range(256):
         (project / DIRECTORY_NAME / f"{index:02x}").symlink_to(outside)
+    assert run_bytes("check", *ONLY, ".", cwd=project).returncode == 1
+    assert os.listdir(outside) == []
+    # Nor an analyzer folder (the cache's first level) that does, whatever the run writes or prunes.
+    generation = project / DIRECTORY_NAME / Cache(project, Settings()).generation
+    shutil.rmtree(generation)
+    generation.symlink_to(outside)
     assert run_bytes("check", *ONLY, ".", cwd=project).returncode == 1
     assert os.listdir(outside) == []
 
@@ -274,8 +282,8 @@ def stored_entry(tmp_path: Path, source: str = TRAIN, name: str = "train.py"):
     cache = Cache(tmp_path / "cache", settings)
     data = source.encode()
     cache.store(name, data, check_text(source, name, settings))
-    (entry_path,) = (tmp_path / "cache").glob("*/*.json")
-    return cache, data, entry_path, json.loads(entry_path.read_text())
+    (entry_path,) = (tmp_path / "cache").rglob("*" + cache_store.SUFFIX)
+    return cache, data, entry_path, cache_store.decode(entry_path.read_bytes())
 
 
 def _poison(entry: dict, change) -> dict:
@@ -308,7 +316,7 @@ POISONED = {
 def test_a_cache_entry_that_does_not_describe_the_file_is_a_miss(tmp_path, change):
     cache, data, entry_path, entry = stored_entry(tmp_path)
     assert cache.load("train.py", data) is not None
-    entry_path.write_text(json.dumps(_poison(entry, change)))
+    entry_path.write_bytes(cache_store.encode(_poison(entry, change)))
     assert cache.load("train.py", data) is None
 
 
@@ -317,11 +325,11 @@ def test_a_poisoned_entry_never_reaches_the_output(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
     env = {DIRECTORY_ENV: str(tmp_path / "cache")}
     cold = run_cli("check", *ONLY, "--format", "json", ".", cwd=tmp_path, env=env)
-    for entry_path in (tmp_path / "cache").glob("*/*.json"):
-        entry = json.loads(entry_path.read_text())
+    for entry_path in (tmp_path / "cache").rglob("*" + cache_store.SUFFIX):
+        entry = cache_store.decode(entry_path.read_bytes())
         for finding in entry.get("findings", []):
             finding.update(path="/etc/passwd", code="DTL999", range=[9, 1, 9, 2])
-        entry_path.write_text(json.dumps(entry))
+        entry_path.write_bytes(cache_store.encode(entry))
     warm = run_cli("check", *ONLY, "--format", "json", ".", cwd=tmp_path, env=env)
     assert warm.stdout == cold.stdout and warm.returncode == 1, warm.stderr
 
@@ -332,7 +340,7 @@ def test_cache_entries_that_block_or_never_end_are_misses(tmp_path):
         (tmp_path / f"m{index}.py").write_text(TRAIN.replace("scaler", f"scaler{index}"))
     env = {DIRECTORY_ENV: str(tmp_path / "cache")}
     cold = run_bytes("check", *ONLY, "--no-project", ".", cwd=tmp_path, env=env)
-    entries = sorted((tmp_path / "cache").glob("*/*.json"))
+    entries = sorted((tmp_path / "cache").rglob("*" + cache_store.SUFFIX))
     assert len(entries) == 4
     for entry_path in entries:
         entry_path.unlink()
@@ -416,11 +424,11 @@ def test_a_poisoned_message_is_escaped(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
     env = {DIRECTORY_ENV: str(tmp_path / "cache")}
     run_bytes("check", *ONLY, ".", cwd=tmp_path, env=env)
-    for entry_path in (tmp_path / "cache").glob("*/*.json"):
-        entry = json.loads(entry_path.read_text())
+    for entry_path in (tmp_path / "cache").rglob("*" + cache_store.SUFFIX):
+        entry = cache_store.decode(entry_path.read_bytes())
         for finding in entry.get("findings", []):
             finding["message"] = "\x1b[2J\x1b]0;PWNED\x07cleared"
-        entry_path.write_text(json.dumps(entry))
+        entry_path.write_bytes(cache_store.encode(entry))
     shown = run_bytes("check", *ONLY, ".", cwd=tmp_path, env=env).stdout.decode()
     assert "\\x1b[2J\\x1b]0;PWNED\\x07cleared" in shown and "\x1b" not in shown
 

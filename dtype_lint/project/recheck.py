@@ -336,7 +336,7 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None, set[tupl
         added.append(dataclasses.replace(finding, message=f"{prefix}: {finding.message}", confidence=confidence))
     added = sort_findings(added)
     if cache is not None:
-        cache.store_world(display, data, key, added)
+        cache.store_world(display, data, key, added, fs_path)
     return added, [], text.splitlines() if added else None, plain_unused - unused_noqa
 
 
