@@ -2,8 +2,9 @@
 
 It checks the lines flake8 hands it (no re-reading), reports 0-based columns as flake8 expects
 (flake8 prints column + 1, so columns match the CLI's), and leaves ``--select``/``--ignore`` and
-``# noqa`` on the reported line to flake8. It applies what flake8 cannot know: a suppression on
-the first line of a multi-line statement, and ``# dtype-lint: ignore[...]``, and the project's baseline (``baseline = "..."``).
+``# noqa`` (and ``# flake8: noqa``) to flake8. It applies what flake8 cannot know: a suppression on
+the first line of a multi-line statement, ``# dtype-lint: ignore[...]``, the file-level
+``# dtype-lint: noqa[: CODES]`` (suppress.py), and the project's baseline (``baseline = "..."``).
 """
 
 from __future__ import annotations

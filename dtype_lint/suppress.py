@@ -25,6 +25,7 @@ FLAKE8_FILE_NOQA = re.compile(r"\s*# flake8[:=]\s*noqa", re.IGNORECASE)
 FILE_NOQA = re.compile(r"\s*#\s*dtype-lint:\s*noqa(?:\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[,\s]+[A-Za-z]+[0-9]+)*))?\s*$",
                        re.IGNORECASE)
 _SPLIT = re.compile(r"[,\s]+")
+_ANY_DIRECTIVE = re.compile(r"noqa|dtype-lint\s*:", re.IGNORECASE)
 
 ALL = None  # a bare suppression: every code
 
@@ -109,7 +110,8 @@ class FileSuppressions:
         self.lines = lines
         self.use_noqa = use_noqa
         self._runs: dict[int, tuple[int, int]] | None = None
-        self._file_codes = self._file_level() if "noqa" in text.lower() else frozenset()
+        self._has_directives = _ANY_DIRECTIVE.search(text) is not None  # most files: nothing to look up
+        self._file_codes = self._file_level() if self._has_directives else frozenset()
         self.used: set[tuple[int, str]] = set()  # (directive line, code as written or "" when bare)
 
     def _file_level(self) -> frozenset[str] | None:
@@ -148,7 +150,7 @@ class FileSuppressions:
 
     def _candidate_lines(self, line: int, statement_line: int) -> list[int]:
         numbers = [line, statement_line]
-        if self.text.count("#") and ("\\\n" in self.text or '"""' in self.text or "'''" in self.text):
+        if "\\" in self.text or '"""' in self.text or "'''" in self.text:  # runs of more than one line
             if self._runs is None:
                 self._runs = token_runs(self.text)
             first, last = self._runs.get(line, (line, line))
@@ -158,6 +160,8 @@ class FileSuppressions:
     def suppresses(self, code: str, line: int, statement_line: int) -> bool:
         """Whether a directive suppresses ``code`` reported on ``line`` (its statement starting at
         ``statement_line``); the directive's matching codes are recorded as used."""
+        if not self._has_directives:
+            return False
         if self.exempt(code):
             return True
         for number in self._candidate_lines(line, statement_line):

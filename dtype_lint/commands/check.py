@@ -93,9 +93,12 @@ def run(args: argparse.Namespace) -> int:
         from dtype_lint.commands.watch import watch
 
         ignored = frozenset({os.path.abspath(args.output_file)} if args.output_file else ())
-        with output_to(args):
-            return watch(lambda: _run_once(args, paths), paths, ignored)
-    with output_to(args):
+        return watch(lambda: _checked(args, paths), paths, ignored)
+    return _checked(args, paths)
+
+
+def _checked(args: argparse.Namespace, paths: list[str]) -> int:
+    with output_to(args):  # -o: each run (each round of --watch) writes the file anew
         return _run_once(args, paths)
 
 

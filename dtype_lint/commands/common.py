@@ -54,12 +54,15 @@ def positive_int(text: str) -> int:
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", default=None, help="files or directories ('-' for stdin)")
+    parser.add_argument("paths", nargs="*", default=None,
+                        help="files or directories (default: '.'; '-' or only --stdin-filename: stdin)")
     parser.add_argument("--select", type=_codes, help="comma-separated rule codes, prefixes or names to enable")
     parser.add_argument("--ignore", type=_codes, help="comma-separated rule codes, prefixes or names to disable")
     parser.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
     parser.add_argument("--min-confidence", type=_confidence, help="high, medium (default) or low")
-    parser.add_argument("--config", help="a pyproject.toml (or a TOML file holding the table)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the config to use instead of discovering one: a pyproject.toml, a dtype-lint.toml "
+                             "or any TOML file holding the table")
     parser.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument("--no-project", action="store_true",

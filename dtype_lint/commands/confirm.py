@@ -63,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "nor is what the run sees of them")
     parser.add_argument("--quiet", action="store_true",
                         help="do not echo the program's output or progress lines to stderr")
-    parser.add_argument("-o", "--output", help="write the report to this file instead of stdout")
+    parser.add_argument("-o", "--output", "--output-file", dest="output",
+                        help="write the report to this file instead of stdout")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments")
 
 
