@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's dtype_lint, installed or not
 
 from dtype_lint.rule_docs import pages  # noqa: E402
+from dtype_lint.wording import plural  # noqa: E402
 from dtype_lint.rules import all_rules  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / name).write_text(expected[name], encoding="utf-8", newline="\n")
         else:
             (args.out / name).unlink()
-    print(f"{len(stale)} page(s) written or removed in {args.out}")
+    print(f"{plural(len(stale), 'page')} written or removed in {args.out}")
     return 0
 
 
