@@ -61,15 +61,6 @@ def names_code(line: str, code: str) -> bool:
     return False
 
 
-def is_suppressed(
-    lines: list[str], code: str, line: int, statement_line: int, *, use_noqa: bool = True
-) -> bool:
-    for number in {line, statement_line}:
-        if 1 <= number <= len(lines) and line_suppresses(lines[number - 1], code, use_noqa=use_noqa):
-            return True
-    return False
-
-
 def token_runs(text: str) -> dict[int, tuple[int, int]]:
     """Each line's run of lines (first, last) that no NEWLINE/NL token separates: lines joined by
     a backslash or spanned by one token (a multi-line string). flake8's grouping for noqa."""

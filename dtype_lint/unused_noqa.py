@@ -8,6 +8,9 @@ bare ``# noqa`` are never judged: they may serve flake8 or ruff.
 
 from __future__ import annotations
 
+import io
+import tokenize
+
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 from dtype_lint.suppress import Directive, FileSuppressions
 
@@ -19,14 +22,29 @@ def unused_directives(suppressions: FileSuppressions, enabled: set[str], known: 
     """DTL002 findings for ``suppressions``' directives; ``enabled``: the codes of the rules that
     ran on the file, ``known``: every rule's code."""
     findings = []
+    comments = _comment_columns(suppressions.text)
     for number, line in enumerate(suppressions.lines, start=1):
-        if "#" not in line:
+        if number not in comments:
             continue
         for directive in suppressions.directives(number):
+            if directive.start < comments[number]:
+                continue  # text in a string that looks like a directive: not a comment
             finding = _judge(directive, line, suppressions.used, enabled, known)
             if finding is not None:
                 findings.append(finding)
     return findings
+
+
+def _comment_columns(text: str) -> dict[int, int]:
+    """Each line's comment: where it starts (a file that does not tokenize: none judged)."""
+    columns: dict[int, int] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                columns[token.start[0]] = token.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        return {}
+    return columns
 
 
 def _judge(directive: Directive, line: str, used: set, enabled: set[str], known: list[str]) -> Finding | None:

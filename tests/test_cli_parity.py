@@ -231,6 +231,7 @@ UNUSED = (
     "z = 3  # dtype-lint: ignore[DTL301]\n"
     "w = 4  # noqa\n"
     "v = 5  # noqa: DTL201 because the tool once said so\n"
+    'doc = """write `# noqa: DTL201` to silence it"""\n'  # not a comment: not judged
 )
 
 
