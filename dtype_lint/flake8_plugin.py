@@ -4,7 +4,8 @@ It checks the lines flake8 hands it (no re-reading), reports 0-based columns as 
 (flake8 prints column + 1, so columns match the CLI's), and leaves ``--select``/``--ignore`` and
 ``# noqa`` (and ``# flake8: noqa``) to flake8. It applies what flake8 cannot know: a suppression on
 the first line of a multi-line statement, ``# dtype-lint: ignore[...]``, the file-level
-``# dtype-lint: noqa[: CODES]`` (suppress.py), and the project's baseline (``baseline = "..."``).
+``# dtype-lint: noqa[: CODES]`` (suppress.py), the project's baseline (``baseline = "..."``) and
+its opting in to DTL002.
 """
 
 from __future__ import annotations
@@ -47,9 +48,8 @@ class DtypeLintChecker:
 @functools.lru_cache(maxsize=64)
 def _settings_for(directory: str):
     """The project's settings, less selection: flake8's own select/ignore decide which codes show."""
-    from dtype_lint.config import Settings, load_settings
+    from dtype_lint.config import OPT_IN_CODES, Settings, load_settings
     from dtype_lint.errors import UsageError
-
     from dtype_lint.targets import with_project_targets
 
     try:
@@ -57,4 +57,6 @@ def _settings_for(directory: str):
     except UsageError:
         settings = Settings()
     settings = with_project_targets(settings, directory)
-    return dataclasses.replace(settings, select=("DTL",), ignore=(), extend_select=(), per_file_ignores=())
+    # An opt-in rule (DTL002) is reported when the project's config selects it, as in the CLI.
+    opted_in = tuple(code for code in sorted(OPT_IN_CODES) if settings.is_selected(code))
+    return dataclasses.replace(settings, select=("DTL",), ignore=(), extend_select=opted_in, per_file_ignores=())
