@@ -50,7 +50,7 @@ def test_clean_file_exits_0(tmp_path):
 def test_missing_path_is_a_dtl001_finding_and_the_others_are_checked(tmp_path):
     # ruff and flake8 report a path that cannot be read as E902 and go on: DTL001 here, exit 1.
     write(tmp_path, "train.py", DEFECT)
-    result = run_cli("check", "--format", "concise", "nope.py", "train.py", cwd=tmp_path)
+    result = run_cli("check", "--format", "concise", "--target-torch", "2.4", "nope.py", "train.py", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines()[:2] == [
         "nope.py:1:1: DTL001 Cannot check this file: cannot read: No such file or directory",

@@ -69,7 +69,7 @@ def test_stdin_filename_without_paths_reads_stdin(tmp_path):
     write(tmp_path, {"other.py": DEFECT})
     checked = run_cli("check", "--format", "json", "--stdin-filename", "x.py", cwd=tmp_path, stdin=DEFECT)
     assert checked.returncode == 1 and codes(checked) == [("x.py", 2, "DTL201")]
-    fixed = run_cli("fix", "--stdin-filename", "x.py", cwd=tmp_path, stdin=DEFECT)
+    fixed = run_cli("fix", "--target-torch", "2.4", "--stdin-filename", "x.py", cwd=tmp_path, stdin=DEFECT)
     assert fixed.stdout == 'import torch\nscaler = torch.amp.GradScaler("cuda")\n'
     assert (tmp_path / "other.py").read_text() == DEFECT
 
@@ -120,8 +120,9 @@ def test_file_level_exemptions_agree_with_flake8(tmp_path):
 @pytest.mark.parametrize("output_format", ["github", "sarif", "rdjson", "junit", "gitlab"])
 def test_statistics_print_the_table_in_every_non_json_format(tmp_path, output_format):
     write(tmp_path, {"a.py": FOUR})
-    table = run_cli("check", "--no-cache", "--statistics", "a.py", cwd=tmp_path)
-    other = run_cli("check", "--no-cache", "--statistics", "--format", output_format, "a.py", cwd=tmp_path)
+    table = run_cli("check", "--no-cache", "--target-torch", "2.4", "--statistics", "a.py", cwd=tmp_path)
+    other = run_cli("check", "--no-cache", "--target-torch", "2.4", "--statistics", "--format", output_format, "a.py",
+                    cwd=tmp_path)
     assert other.returncode == table.returncode == 1
     assert other.stdout == table.stdout and "\tDTL201\t[*] deprecated-amp-api" in other.stdout
 

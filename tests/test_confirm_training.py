@@ -138,7 +138,7 @@ def test_forward_overflow_that_skips_every_step_is_a_defect(runs):
     result = runs["forward-overflow"]
     assert "nothing to report" not in result.stdout
     assert "DTL503 nonfinite-loss  RUNTIME-ONLY" in result.stdout, result.stdout
-    assert "3 step(s) skipped" in result.stdout
+    assert "3 steps skipped" in result.stdout
     assert result.returncode == 1
 
 
