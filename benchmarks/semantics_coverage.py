@@ -11,8 +11,16 @@ file is read with ``ast``:
 
 * **torch names**: attribute chains whose root is bound by an import of torch (``torch``,
   ``nn``, ``F``, ``from torch.nn import Linear``), resolved to the qualified name
-  (``F.softmax`` -> ``torch.nn.functional.softmax``), cut at the first part torch does not have
-  (``torch.finfo(x).max`` is ``torch.finfo``; ``model.weight`` is not rooted at torch).
+  (``F.softmax`` -> ``torch.nn.functional.softmax``) and cut after the first object that is not
+  a module: a name is a module's attribute (``torch.distributed.ReduceOp.SUM`` counts as
+  ``torch.distributed.ReduceOp``, ``torch.finfo(x).max`` as ``torch.finfo``; ``model.weight``
+  is not rooted at torch). Private names (a part that starts with ``_``: ``torch._C``,
+  ``torch.nn.modules.utils._pair``) are not torch's public API: they are counted apart and left
+  out of the figure.
+* **not torch's**: a module's Python attributes (``torch.cuda.__file__``), standard-library
+  names a torch module imported (``torch.cuda.os``, ``torch.multiprocessing.Process``) and the op
+  namespaces projects register (``torch.ops.detectron2``) are counted apart too; the script also
+  prints the figure with private and foreign names counted in.
 * **Tensor methods**: ``x.NAME(...)`` calls on anything not rooted at an import, where NAME is a
   public method of ``torch.Tensor`` (``.float()``, ``.view()``, ``.masked_fill()``); a method of
   a user class with a Tensor method's name counts too (the scan cannot tell them apart).
@@ -29,8 +37,11 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
+import inspect
 import subprocess
 import sys
+import types
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -107,22 +118,51 @@ class _Names(ast.NodeVisitor):
 
     def _record(self, chain: list[str]) -> None:
         qualified = self.aliases[chain[0]].split(".") + chain[1:]
-        # Keep the longest prefix that torch has (``torch.finfo(x).max`` stops at the call
-        # anyway; ``torch.cuda.amp.autocast.__enter__``-like tails are cut here).
-        target, kept = None, []
-        for index, part in enumerate(qualified):
-            if index == 0:
-                target, kept = self.torch, ["torch"]
-                continue
+        # A name is a module's attribute: follow modules, stop at the first object that is not
+        # one (``torch.distributed.ReduceOp.SUM`` is ``torch.distributed.ReduceOp``,
+        # ``torch.nn.Module.__init__`` is ``torch.nn.Module``); ``torch.Tensor.x`` is a method.
+        target, kept = self.torch, ["torch"]
+        for part in qualified[1:]:
+            if not isinstance(target, types.ModuleType):
+                break
             try:
-                target = getattr(target, part)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    target = getattr(target, part)
             except Exception:
                 break
             kept.append(part)
         if len(kept) < 2:
             return
+        if kept[:2] == ["torch", "Tensor"] and len(qualified) > 2 and qualified[2] in self.tensor_methods:
+            self.used[("Tensor", f"Tensor.{qualified[2]}")] += 1
+            return
         name = ".".join(kept)
-        self.used[(_family(name), name)] += 1
+        private = any(part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in kept)
+        if private:
+            self.used[("private", name)] += 1
+        elif _foreign(name, target):
+            self.used[("foreign", name)] += 1
+        else:
+            self.used[(_family(name), name)] += 1
+
+
+def _foreign(name: str, target) -> bool:
+    """Not torch's API though reached through it: a module's own Python attributes
+    (``torch.cuda.__file__``), standard-library modules and names a torch module imported
+    (``torch.cuda.os``, ``torch.cuda.Any``, ``torch.multiprocessing.Process``), and the
+    namespaces of ops a project registers (``torch.ops.detectron2``)."""
+    last = name.rsplit(".", 1)[-1]
+    if last.startswith("__") and last.endswith("__") and last != "__version__":
+        return True
+    if name.startswith("torch.ops.") and name.split(".")[2] not in ("aten", "prims", "quantized"):
+        return True
+    if isinstance(target, types.ModuleType):
+        return not target.__name__.startswith("torch")
+    if inspect.isclass(target) or inspect.isfunction(target) or inspect.ismethod(target):
+        module = getattr(target, "__module__", None) or ""
+        return not module.startswith("torch")
+    return getattr(target, "__module__", None) == "typing"  # ``torch.cuda.Optional``
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -203,6 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'all':<22}{totals['names']:>7}{totals['covered']:>9}{totals['unknown']:>15}"
           f"{totals['names'] - totals['covered'] - totals['unknown']:>9}"
           f"{_percent(totals['covered'], totals['names']):>9}{_percent(totals['covered_uses'], totals['uses']):>8}")
+    public = [n for (f, n) in used if f in FAMILIES]
+    kinds = Counter(data.kind(n) if data.describes(n) else "not described" for n in public)
+    print("by kind: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
+          + "  (op/module: a dtype rule; class/nontensor/namespace/value/dtype: no tensor comes out)")
+    private = {name: count for (fam, name), count in used.items() if fam == "private"}
+    foreign = {name: count for (fam, name), count in used.items() if fam == "foreign"}
+    print(f"left out: {len(private)} private names ({sum(private.values())} uses), {len(foreign)} names that are not "
+          f"torch's ({sum(foreign.values())} uses: module attributes, re-exported standard library, project op namespaces)")
+    everything = {**{n: c for (f, n), c in used.items() if f in FAMILIES}, **private, **foreign}
+    described = sum(1 for n in everything if data.describes(n))
+    print(f"counting those too: {described}/{len(everything)} names described ({_percent(described, len(everything))} %)")
     if args.missing:
         print(f"\nmost used names without a described entry ({len(missing)}):")
         for name, count in missing.most_common(args.missing):

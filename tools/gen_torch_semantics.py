@@ -25,8 +25,17 @@ Where each fact comes from (an entry's ``src``):
   called with Python numbers (``torch.zeros(2, 3)``; under ``set_default_dtype(float64)`` too,
   to tell "the default dtype" from "float32").
 * autocast (``amp``): on CPU by running under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
-  on CUDA from torch's CUDA autocast test lists (``autocast_test_lists.AutocastTestLists``) and
-  the op lists of https://pytorch.org/docs/stable/amp.html (below), matched by op name.
+  on CUDA by running the same sample under CUDA autocast on fake CUDA tensors
+  (``FakeTensorMode``: the dispatcher's AutocastCUDA kernels and the meta kernels decide the
+  output dtype, no GPU needed); where that cannot run, from torch's CUDA autocast test lists
+  (``autocast_test_lists.AutocastTestLists``) and the op lists of
+  https://pytorch.org/docs/stable/amp.html (below), matched by op name. The same fake CUDA run
+  gives the output dtype of a float16 op that has no CPU kernel (``rfft2``: complex32).
+* CUDA kernels: op_db's claims as for an Ampere-or-later GPU (op_db reads some claims from the
+  GPU it finds at import: ``bfloat16 if SM53OrLater``); a module's from the functions its
+  ``forward`` calls. Device moves (``x.cuda()``) cannot run without the device: ``src: docs``.
+* operands (``opnd``, ``opkw``): which arguments take part in the result's dtype, from torch's
+  ``.pyi`` stubs (parameters typed ``Tensor`` or ``Number``).
 * range (``range``): float16/bfloat16 runs of the same samples scaled to |x| <= 8 and <= 64, and
   of a 4096-element input for reductions, against float32 on the same (rounded) values:
   ``overflow`` (inf where float32 is finite) or ``precision`` (relative error above 1 % for
@@ -81,7 +90,8 @@ EXTRA_MODULES = (
     "torch.autograd.profiler", "torch.jit", "torch.fx", "torch.compiler", "torch.nn.attention",
     "torch.distributed.checkpoint", "torch.distributed.tensor", "torch.distributed.nn", "torch.distributed.optim",
     "torch.utils.hooks", "torch.overrides", "torch.library", "torch.nn.init", "torch.nn.utils",
-    "torch.distributed.elastic.multiprocessing.errors", "torch.cuda.nvtx",
+    "torch.distributed.elastic.multiprocessing.errors", "torch.cuda.nvtx", "torch.onnx.symbolic_helper",
+    "torch.onnx.symbolic_opset9", "torch.onnx.utils", "torch.onnx.operators", "torch.utils.data.dataloader",
 )
 
 # The op lists of https://pytorch.org/docs/stable/amp.html ("CUDA Op-Specific Behavior"), by the
@@ -107,7 +117,7 @@ _NEVER_CALL = frozenset({
     "from_file", "set_default_dtype", "set_default_tensor_type", "set_default_device", "set_rng_state",
     "manual_seed", "seed", "set_num_threads", "set_num_interop_threads", "save", "load", "set_printoptions",
     "use_deterministic_algorithms", "set_flush_denormal", "set_warn_always", "set_anomaly_enabled",
-    "share_memory_", "pin_memory", "storage", "untyped_storage", "register_hook", "backward", "set_",
+    "share_memory_", "pin_memory", "backward", "set_",
     "resize_", "resize_as_", "record_stream", "cuda", "xpu", "mps", "ipu", "hpu", "mtia", "to_mkldnn",
 })
 # An error that says the dtype has no kernel (the generic probes have no database claim to check).
@@ -115,6 +125,10 @@ KERNEL_ERROR = re.compile(r"not implemented for|[Uu]nsupported dtype|does(n't| n
                           r"must be either float or double|[Ll]ow precision")
 RANGE_SCALES = (1.0, 2.0, 8.0, 16.0, 64.0, 256.0)
 RANGE_TOLERANCE = {"fp16": 1e-2, "bf16": 5e-2}
+# Tensor methods that move memory and cannot run without the device (``x.cuda()`` here raises
+# "not compiled with CUDA", and fake tensors refuse it too): their docs ("a copy of this object
+# in CUDA memory") keep the dtype; recorded as ``same`` with ``src: docs``.
+DEVICE_MOVES = ("cuda", "xpu", "mps", "ipu", "hpu", "mtia", "pin_memory", "share_memory_")
 FP16_MAX = 65504.0
 CALL_SECONDS = 5.0
 
@@ -367,15 +381,76 @@ def return_kind(annotations: set[str]) -> str | None:
 
 
 def annotation_kind(obj) -> str | None:
+    with contextlib.suppress(Exception):
+        obj = inspect.unwrap(obj)  # a decorated function's own annotations and body
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
     annotation = signature.return_annotation
     if annotation is inspect.Signature.empty:
-        return None
+        return _returns_nothing(obj)
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) or repr(annotation)
     return return_kind({str(text)})
+
+
+def _plain_value(node: ast.AST) -> bool:
+    """A returned expression that is no tensor: a constant, a comparison, ``not``, ``and``/``or``
+    of those or of calls (``is_available() and ...``), ``bool(...)``/``int(...)``/``len(...)``."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Compare, ast.JoinedStr)) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    if isinstance(node, ast.BoolOp):
+        return all(_plain_value(v) or isinstance(v, (ast.Call, ast.Name)) for v in node.values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+            "bool", "int", "str", "len", "isinstance", "hasattr", "float", "partial"):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        # ``functools.partial(...)``; ``torch._C._is_tracing()``, whose stub returns no tensor
+        name = node.func.attr
+        return name == "partial" or return_kind(_STUB_RETURNS.get(name, set())) == "nontensor"
+    return False
+
+
+_STUB_RETURNS: dict[str, set[str]] = {}  # filled by build(): stub_returns()
+
+
+def _returns_nothing(obj) -> str | None:
+    """``nontensor`` for a Python function whose body returns no tensor: nothing, constants,
+    comparisons (``assert_close``, ``is_bf16_supported``)."""
+    if not inspect.isfunction(obj):
+        return None
+    try:
+        import textwrap
+
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    function = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if function is None:
+        return None
+    local_functions = {node.name for node in ast.walk(function)
+                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not function}
+    for node in _own_nodes(function):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return "nontensor"  # a generator, or a ``@contextmanager``'s context manager
+        if isinstance(node, ast.Return) and node.value is not None and not _plain_value(node.value) and not (
+                isinstance(node.value, ast.Name) and node.value.id in local_functions
+                or isinstance(node.value, ast.Lambda)):
+            return None  # (a decorator that returns its inner function returns no tensor)
+    return "nontensor"
+
+
+def _own_nodes(function):
+    """The nodes of ``function``'s body, not of the functions defined in it."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
 
 
 # -- the catalogue of public names --------------------------------------------------------------
@@ -388,14 +463,16 @@ def catalogue() -> dict[str, object]:
     names: dict[str, object] = {}
     seen: set[int] = set()
 
-    def walk(module, depth: int) -> None:
+    def walk(module) -> None:
         # names are spelled from the module's own name (``torch.nn.Linear``), not from the path
         # that reached it (``torch.ao.nn`` is another module; ``torch.autograd.torch`` is torch)
         if id(module) in seen:
             return
         seen.add(id(module))
         path = module.__name__
-        for attr in sorted(dir(module)):
+        # a module class's properties too (``torch.backends.cudnn.benchmark``)
+        attrs = set(dir(module)) | (set(dir(type(module))) - set(dir(types.ModuleType)))
+        for attr in sorted(attrs):
             if attr.startswith("_"):
                 continue
             try:
@@ -408,12 +485,17 @@ def catalogue() -> dict[str, object]:
             if isinstance(value, types.ModuleType):
                 if value.__name__.startswith("torch") and not any(p.startswith("_") for p in value.__name__.split(".")):
                     names.setdefault(full, value)
-                    if depth < 5:
-                        walk(value, depth + 1)
+                    walk(value)
                 continue
             names.setdefault(full, value)
 
-    walk(torch, 0)
+    walk(torch)
+    names["torch.__version__"] = torch.__version__
+    walk(importlib.import_module("torch.__config__"))  # ``torch.__config__.show()``
+    for attr in getattr(torch, "_deprecated_attrs", {}):  # ``torch.has_cuda``, through torch.__getattr__
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            names[f"torch.{attr}"] = getattr(torch, attr)
     for attr in sorted(dir(torch.Tensor)):
         if not attr.startswith("_") or attr in ("__matmul__", "__pow__", "__getitem__"):
             with contextlib.suppress(Exception):
@@ -509,8 +591,10 @@ def _acceptable(op, dtype, want):
 
 
 def probe_samples(sample: Sample, reference_code: str, supported_cpu: set, supported_cuda: set | None,
-                  accepts_dtype: bool, name: str) -> dict:
-    """One op's entry from a reference sample (all tensors of the reference dtype)."""
+                  accepts_dtype: bool, name: str, mixing: Sample | None = None) -> dict:
+    """One op's entry from a reference sample (all tensors of the reference dtype): its output
+    rule, kernels and ranges from ``sample`` (the op's simplest form: ``histogram(x, bins=3)``),
+    operand mixes and autocast from ``mixing`` when given (two tensors, matrices preferred)."""
     entry: dict = {}
     outputs: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -527,6 +611,14 @@ def probe_samples(sample: Sample, reference_code: str, supported_cpu: set, suppo
         outputs[dcode] = code(outs[0].dtype)
         if len(outs) > 1:
             tuple_outputs[dcode] = [code(t.dtype) for t in outs]
+    cuda_outputs = {}
+    for dcode in LOW:
+        if dcode in errors and (supported_cuda is None or CODES[dcode] in supported_cuda):
+            # no CPU kernel: the dtype CUDA gives, from its meta kernel on fake CUDA tensors
+            # (``rfft2`` of float16 is complex32 there)
+            found = cuda_output(sample.cast(lambda index, dtype=CODES[dcode]: dtype))
+            if found is not None:
+                cuda_outputs[dcode] = found
     int_default = None
     if any(outputs.get(d) == "fp32" for d in ("int", "bool")):
         with default_dtype(torch.float64):
@@ -534,7 +626,7 @@ def probe_samples(sample: Sample, reference_code: str, supported_cpu: set, suppo
             result, error = sample.cast(lambda index: CODES[given]).run()
             if error is None and tensor_outputs(result):
                 int_default = code(tensor_outputs(result)[0].dtype)
-    rule = classify(outputs, int_default)
+    rule = classify({**cuda_outputs, **outputs}, int_default)
     if rule is None:
         return {}
     entry["out"] = rule
@@ -557,12 +649,15 @@ def probe_samples(sample: Sample, reference_code: str, supported_cpu: set, suppo
         result, error = sample.run(dtype=torch.float64)
         if error is None and tensor_outputs(result) and tensor_outputs(result)[0].dtype == torch.float64:
             entry["kw"] = "dtype"
-    mix = mixed_operands(sample)
+    if any(t.layout != torch.strided for t in sample.operands()):
+        return entry  # a sparse receiver (``values()``): dtypes only, no mixes, autocast or ranges
+    other = mixing or sample
+    mix = mixed_operands(other)
     if mix:
         entry.update(mix)
     if reference_code == "fp32" and outputs.get("fp32") in FLOAT_CODES and not str(rule).startswith("="):
-        amp = {"cpu": cpu_autocast(sample, mix.get("mix") if mix else None)}
-        amp["cuda"], amp_error = cuda_autocast(sample, mix.get("mix") if mix else None)
+        amp = {"cpu": cpu_autocast(other, mix.get("mix") if mix else None)}
+        amp["cuda"], amp_error = cuda_autocast(other, mix.get("mix") if mix else None)
         amp = {device: policy for device, policy in amp.items() if policy}
         if amp:
             entry["amp"] = amp
@@ -649,6 +744,21 @@ def _fake_cuda(sample: Sample, mode) -> Sample:
             return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda")
 
     return Sample(sample.fn, map_tensors(sample.args, convert), map_tensors(sample.kwargs, convert))
+
+
+def cuda_output(sample: Sample) -> str | None:
+    """The output dtype of ``sample`` run on fake CUDA tensors (meta kernels), or None."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    try:
+        fake = _fake_cuda(sample, mode)
+        with mode:
+            result, error = fake.run()
+    except Exception:  # noqa: BLE001 - a meta kernel that needs the device: no fact
+        return None
+    outs = tensor_outputs(result) if error is None else []
+    return code(outs[0].dtype) if outs else None
 
 
 def cuda_autocast(sample: Sample, mix) -> tuple[str | None, str | None]:
@@ -787,7 +897,6 @@ def _as_on_a_recent_gpu() -> None:
 
 
 def opdb_entries(names, by_id, params, only=None) -> dict[str, dict]:
-    _as_on_a_recent_gpu()
     from torch.testing._internal.common_methods_invocations import op_db
 
     groups: dict[str, list] = defaultdict(list)
@@ -798,7 +907,8 @@ def opdb_entries(names, by_id, params, only=None) -> dict[str, dict]:
         variants = sorted(groups[name], key=lambda o: (o.variant_test_name != "", o.variant_test_name))
         op = variants[0]
         public = opinfo_public_names(op, names, by_id)
-        if not public or only and not only.intersection(public):
+        inplace = getattr(op.inplace_variant, "__name__", None) if op.inplace_variant is not None else None
+        if not public or only and not only.intersection([*public, f"Tensor.{inplace}"]):
             continue
         # a dtype some variant (interpolate's modes, norm's orders) supports has a kernel
         supported_cpu = set().union(*(set(v.supported_dtypes("cpu")) for v in variants))
@@ -809,18 +919,19 @@ def opdb_entries(names, by_id, params, only=None) -> dict[str, dict]:
             continue
         # two operands or more, for the mix probe; matrices where there are (``matmul`` of two
         # vectors is ``dot``, with another message)
-        sample = pick(op, reference, lambda s: len(s.operands()) >= 2 and all(t.dim() > 0 for t in s.operands()),
-                      prefer=lambda s: all(t.dim() == 2 for t in s.operands())) or pick(op, reference)
+        mixing = pick(op, reference, lambda s: len(s.operands()) >= 2 and all(t.dim() > 0 for t in s.operands()),
+                      prefer=lambda s: all(t.dim() == 2 for t in s.operands()))
+        sample = pick(op, reference)
         if sample is None:
             continue
         accepts_dtype = any("dtype" in params.get(p.rsplit(".", 1)[-1], ()) for p in public)
-        entry = guarded(probe_samples, sample, code(reference), supported_cpu, supported_cuda, accepts_dtype, name)
+        entry = guarded(probe_samples, sample, code(reference), supported_cpu, supported_cuda, accepts_dtype, name,
+                        mixing)
         if not entry:
             continue
         entry["src"] = "op_db"
         for public_name in public:
             entries.setdefault(public_name, dict(entry))
-        inplace = getattr(op.inplace_variant, "__name__", None) if op.inplace_variant is not None else None
         if inplace and f"Tensor.{inplace}" in names and f"Tensor.{inplace}" not in entries and (not only or f"Tensor.{inplace}" in only):
             variant = Sample(op.inplace_variant, sample.args, sample.kwargs)
             found = guarded(probe_samples, variant, code(reference), supported_cpu, supported_cuda, False, name)
@@ -838,19 +949,24 @@ def _tensor(shape=(3, 3)):
 
 FUNCTION_FORMS = (
     lambda x: ((x,), {}), lambda x: ((x, x), {}), lambda x: ((x, 0), {}), lambda x: ((x, 1), {}),
+    lambda x: ((x.reshape(1, 1, 3, 3), 2), {}),  # ``F.unfold(images, kernel_size)``
     lambda x: ((x,), {"dim": 0}), lambda x: (([x, x],), {}), lambda x: ((x, x, x), {}), lambda x: ((x, 2), {}),
     lambda x: ((x, x, 0), {}), lambda x: ((x, [0]), {}), lambda x: ((x, 0, 1), {}),
 )
 METHOD_FORMS = (
     lambda x: ((), {}), lambda x: ((x,), {}), lambda x: ((0,), {}), lambda x: ((1,), {}), lambda x: ((), {"dim": 0}),
     lambda x: ((x, x), {}), lambda x: ((2,), {}), lambda x: ((0, 1), {}), lambda x: (([0],), {}),
+    lambda x: ((3, 3), {}),
 )
 FACTORY_FORMS = ((2, 3), ((2, 3),), (3,), (0, 3), (0.0, 3.0), (0, 1, 5), ([1.0, 2.0],), ([1, 2],), ((2, 3), 1.5),
-                 ((2, 3), 1), (3, (2, 3)))
+                 ((2, 3), 1), (3, (2, 3)), ((2, 3), (3, 1)), ())
 
 
 def generic_entry(fn, forms, is_method: bool, accepts_dtype: bool, name: str) -> dict:
-    for base in (_tensor((3, 3)), torch.arange(9).reshape(3, 3) % 3):
+    bases = [_tensor((3, 3)), torch.arange(9).reshape(3, 3) % 3]
+    if is_method:
+        bases.append(_tensor((3, 3)).to_sparse())  # ``values()``, ``indices()``: sparse tensors only
+    for base in bases:
         found = _generic_entry(fn, forms, is_method, accepts_dtype, name, base)
         if found:
             return found
@@ -866,7 +982,7 @@ def _generic_entry(fn, forms, is_method: bool, accepts_dtype: bool, name: str, b
         else:
             sample = Sample(fn, list(args), kwargs)
         result, error = sample.run()
-        if error is None and tensor_outputs(result) and tensor_outputs(result)[0].dtype == base.dtype:
+        if error is None and tensor_outputs(result):
             entry = guarded(probe_samples, sample, code(base.dtype), set(), None, accepts_dtype, name)
             if entry:
                 entry["nok"].pop("cpu", None)  # no database claim to confirm: errors here may be the form's
@@ -893,6 +1009,35 @@ def arg_entry(fn, is_method: bool) -> dict:
             entry["kw"] = "dtype"
         return entry
     return {}
+
+
+def numpy_entry(fn) -> dict:
+    """``torch.from_numpy(array)``: the array's dtype, per NumPy dtype (``same`` when it keeps it)."""
+    try:
+        import numpy
+    except ImportError:
+        return {}
+    arrays = {"fp32": numpy.float32, "fp16": numpy.float16, "fp64": numpy.float64, "int": numpy.int64, "bool": numpy.bool_}
+    outputs = {}
+    for dcode, kind in arrays.items():
+        result, error = call(fn, [numpy.ones((2, 2), dtype=kind)], {})
+        outs = tensor_outputs(result) if error is None else []
+        if outs:
+            outputs[dcode] = code(outs[0].dtype)
+    if len(outputs) < 2:
+        return {}
+    return {"out": classify(outputs), "src": "probe", "numpy": True}
+
+
+def _observed_kind(method) -> str | None:
+    """``nontensor`` / ``tensor`` from calling a Tensor method in the generic forms."""
+    hook_form = lambda x: ((lambda *a: None,), {})  # noqa: E731 - ``register_hook(fn)``
+    for form in (*METHOD_FORMS, hook_form):
+        args, kwargs = form(_tensor((3, 3)))
+        result, error = call(method, [_tensor((3, 3)).requires_grad_(), *args], kwargs)
+        if error is None:
+            return "tensor" if tensor_outputs(result) else "nontensor"
+    return None
 
 
 def factory_entry(fn) -> dict:
@@ -966,7 +1111,7 @@ class _Calls(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-MODULE_CONSTRUCTORS = ((), (4,), (4, 4), (4, 4, 3), (2,), (4, 2), (0.5,))
+MODULE_CONSTRUCTORS = ((), (4,), (4, 4), (4, 4, 3), (2,), (4, 2), (0.5,), (1, (2, 2)), "wrapped")
 MODULE_INPUTS = ((2, 4), (2, 4, 8), (2, 4, 8, 8), (2, 4, 4, 4, 4), (2, 4, 4))
 
 
@@ -979,6 +1124,15 @@ def module_entries(names, names_by_id, only=None) -> dict[str, dict]:
         if not is_nn_module(obj) or not name.startswith("torch.nn.") or name.count(".") != 2:
             continue
         if inspect.isabstract(obj) or obj is torch.nn.Module or only and name not in only:
+            continue
+        if issubclass(obj, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.ParameterList,
+                            torch.nn.ParameterDict)) and obj.forward is not torch.nn.Module.forward:
+            # a container whose forward runs its children in order: the last child's output
+            entries[name] = {"out": "children", "module": True, "src": "class"}
+            continue
+        if obj.forward is torch.nn.Module.forward:
+            # ``ModuleList``, ``ModuleDict``: containers that cannot be called
+            entries[name] = {"out": "none", "module": True, "src": "class"}
             continue
         built = _build_from_db(infos.get(name)) if name in infos else None
         if built is None:
@@ -1016,15 +1170,19 @@ def _build_from_db(info):
 
 def _build_generic(cls):
     for ctor in MODULE_CONSTRUCTORS:
+        if ctor == "wrapped":  # a wrapper (``DataParallel``) of a float32 Linear
+            torch.manual_seed(0)
+            ctor = (torch.nn.Linear(4, 4),)
         module, error = call(cls, ctor, {})
         if error is not None or not isinstance(module, torch.nn.Module):
             continue
         module.eval()
         for shape in MODULE_INPUTS:
-            x = _tensor(shape)
-            result, error = call(module, (x,), {})
-            if error is None and tensor_outputs(result) and tensor_outputs(result)[0].is_floating_point():
-                return module, [x], {}
+            for count in (1, 2):  # ``PairwiseDistance()(x1, x2)``
+                inputs = [_tensor(shape) for _ in range(count)]
+                result, error = call(module, inputs, {})
+                if error is None and tensor_outputs(result) and tensor_outputs(result)[0].is_floating_point():
+                    return module, inputs, {}
     return None
 
 
@@ -1167,6 +1325,7 @@ def catalogue_kind(name: str, obj, returns: dict[str, set[str]]) -> str:
 def build(only: set[str] | None = None) -> dict:
     """The data; with ``only``, just those names' entries (and what they depend on, probed)."""
     requested = only
+    _as_on_a_recent_gpu()  # before anything imports op_db (common_modules does)
     torch.set_grad_enabled(False)
     names = catalogue()
     by_id: dict[int, list[str]] = defaultdict(list)
@@ -1174,6 +1333,7 @@ def build(only: set[str] | None = None) -> dict:
         if not isinstance(obj, (int, float, str, bool, type(None))):
             by_id[id(obj)].append(name)
     returns = stub_returns()
+    _STUB_RETURNS.update(returns)
     params = stub_params()
 
     modules = module_entries(names, by_id, only)
@@ -1190,6 +1350,7 @@ def build(only: set[str] | None = None) -> dict:
     entries.update({k: v for k, v in opdb_entries(names, by_id, params, only).items() if k not in entries})
     entries.update({k: v for k, v in modules.items() if k not in entries})
     # everything else that returns a tensor: probe
+    observed: dict[str, str] = {}
     for name, obj in sorted(names.items()):
         if name in entries or (only and name not in only):
             continue
@@ -1199,7 +1360,8 @@ def build(only: set[str] | None = None) -> dict:
         if last in _NEVER_CALL:
             continue
         top = name.startswith(("torch.", "Tensor.")) and name.count(".") == 1 or name.startswith(
-            ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special."))
+            ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nn.init.",
+             "torch.nn.utils.rnn.", "torch.nn.utils.clip_grad"))
         if not top:
             continue
         kind = annotation_kind(obj) if not name.startswith("Tensor.") else None
@@ -1210,16 +1372,25 @@ def build(only: set[str] | None = None) -> dict:
                 if found:
                     entries[name] = found
             continue
+        if kind is None and name.startswith("Tensor."):
+            kind = _observed_kind(obj)  # ``x.is_shared()``: call it and look
+            if kind == "nontensor":
+                observed[name] = kind
         if kind != "tensor":
             continue
         accepts = "dtype" in params.get(last, ())
         # torch.* functions first as factories (``torch.tensor([1.0])``: the Python values decide)
         found = factory_entry(obj) if not name.startswith("Tensor.") else {}
+        if not found and last in ("from_numpy", "as_tensor", "asarray"):
+            found = numpy_entry(obj)
         if not found:
             found = generic_entry(obj, METHOD_FORMS if name.startswith("Tensor.") else FUNCTION_FORMS,
                                   name.startswith("Tensor."), accepts, name)
         if found:
             entries[name] = found
+    for method in DEVICE_MOVES:
+        if f"Tensor.{method}" in names and (not requested or f"Tensor.{method}" in requested):
+            entries.setdefault(f"Tensor.{method}", {"out": "same", "src": "docs"})
     apply_cuda_autocast(entries)
     apply_module_kernels(entries)
     signatures = stub_signatures()
@@ -1242,7 +1413,7 @@ def build(only: set[str] | None = None) -> dict:
         if target is not None:
             aliases[name] = target
             continue
-        catalogue_kinds[catalogue_kind(name, obj, returns)].append(name)
+        catalogue_kinds[observed.get(name) or catalogue_kind(name, obj, returns)].append(name)
 
     messages: list[str] = []
     index: dict[str, int] = {}

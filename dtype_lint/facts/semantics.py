@@ -155,8 +155,8 @@ class Semantics:
         dtype the analysis does not know).
         """
         entry = self.entry(op)
-        if entry is None or entry.get("out") is None:
-            return None
+        if entry is None or entry.get("out") in (None, "none", "children"):
+            return None  # ``children``: a container (``nn.Sequential``): its last child decides
         if kwargs and "dtype" in kwargs and entry.get("kw") == "dtype":
             return kwargs["dtype"]
         rule = entry["out"]
