@@ -556,3 +556,91 @@ def test_interpreter_with_dtype_defaults_runs_entry_points_in_their_default():
     defaults = Interpreter(p.ctx, dtype_defaults=True).run()
     q = defaults.value_of(p.node("q", 4))
     assert q.dtypes == {"fp16"} and q.partial  # one reachable configuration
+
+
+# -- op results from torch's generated semantics (dtype_lint/facts/semantics.py) ------------------
+def test_where_with_python_floats_is_the_default_float():
+    p = Probe(
+        """
+        import torch
+        x = torch.randn(4).half()
+        mask = torch.where(x > 0, 1.0, 0.0)
+        kept = torch.where(x > 0, x, float("-inf"))
+        """
+    )
+    assert p.value("mask", 4).dtype == "fp32"
+    assert p.value("kept", 5).dtype == "fp16"
+
+
+def test_dropout_keeps_its_input_dtype_and_sum_keeps_half():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        drop = nn.Dropout(0.1)
+        h = torch.randn(2, 8).half()
+        out = drop(h)
+        total = h.sum(dim=1)
+        count = (h > 0).sum(dim=1)
+        """
+    )
+    assert p.value("out", 6).dtype == "fp16"
+    assert p.value("total", 7).dtype == "fp16"
+    assert p.value("count", 8).dtype == "int"
+
+
+def test_factory_takes_a_parameters_dtype():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        layer = nn.Linear(4, 4).half()
+        buffer = torch.zeros(3, dtype=layer.weight.dtype)
+        """
+    )
+    assert p.value("buffer", 5).dtype == "fp16"
+
+
+def test_ops_the_data_knows_and_ones_it_does_not():
+    p = Probe(
+        """
+        import torch
+        x = torch.randn(4).half()
+        powered = torch.float_power(x, 2)
+        index = torch.argmax(x)
+        spectrum = torch.fft.rfft(x)
+        odd = torch.some_private_thing(x)
+        """
+    )
+    assert p.value("powered", 4).dtype == "fp64"  # float_power computes in float64
+    assert p.value("index", 5).dtype == "int"
+    assert p.value("spectrum", 6).dtype == "fp16"  # complex32 on CUDA: float16 parts
+    odd = p.value("odd", 7)
+    assert odd is None or not odd.dtypes  # not in the data: unknown, not x's dtype
+
+
+def test_autocast_runs_float32_ops_in_float32():
+    p = Probe(
+        """
+        import torch
+        x = torch.randn(4, 4, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            y = torch.mm(x, x)
+            p = torch.softmax(y, dim=-1)
+        """
+    )
+    assert p.value("y", 5).dtype == "fp16"
+    assert p.value("p", 6).dtype == "fp32"
+
+
+def test_layer_norm_module_gives_half_input_back_in_half():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        norm = nn.LayerNorm(8)
+        h = torch.randn(2, 8).half()
+        out = norm(h)
+        """
+    )
+    assert p.value("out", 6).dtype == "fp16"

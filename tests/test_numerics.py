@@ -162,3 +162,18 @@ def test_unsafe_fixes_applied_by_the_cli_remove_the_findings(tmp_path):
     assert "T.log(probs + T.finfo(probs.dtype).tiny)" in fixed
     again = run_cli("check", "--no-cache", "--select", "DTL501,DTL504", "--min-confidence", "low", str(target))
     assert again.returncode == 0, again.stdout
+
+
+def test_sensitive_op_inside_autocast_follows_torchs_autocast_lists():
+    """Autocast runs softmax and exp in float32 (torch's semantics data), not ``var``: a float16
+    matmul output's variance overflows inside the region too."""
+    source = (
+        "import torch\n"
+        "x = torch.randn(8, 64, device='cuda')\n"
+        "w = torch.randn(64, 64, device='cuda')\n"
+        "with torch.autocast('cuda', dtype=torch.float16):\n"
+        "    h = x @ w\n"
+        "    p = torch.softmax(h, dim=-1)\n"
+        "    spread = h.var(-1)\n"
+    )
+    assert [(f.code, f.line) for f in findings(source, "DTL503")] == [("DTL503", 7)]

@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -67,7 +68,9 @@ class LowpSensitiveOp(Rule):
     powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt` and `sum`
     are left out on purpose: their float16 failures come from a vanished epsilon (DTL504) or
     from sums so large they are rare, and flagging every float16 `.sum()` would bury the rest.
-    The message names the tensor's dtype and where it was set.
+    The message names the tensor's dtype and where it was set. Inside an enabled autocast region
+    only the ops autocast does not run in float32 are checked (`var`, `std`, `square`: the query
+    `autocast_policy(op)` of torch's generated semantics, docs/torch-semantics.md).
 
     ## Why is this bad?
     CUDA autocast runs exactly these ops in float32 because float16's range ends at 65504:
@@ -158,7 +161,7 @@ class LowpSensitiveOp(Rule):
             confidence = Confidence.LOW
         else:
             return
-        if autocast_enabled_at(self.ctx, node):
+        if autocast_enabled_at(self.ctx, node) and self._autocast_runs_in_float32(op, node):
             return
         dtype = next(d for d in risky if value.may_be(d))
         message = (
@@ -166,6 +169,22 @@ class LowpSensitiveOp(Rule):
             f"outside autocast: {why}; compute it in float32 (`.float()`, or `dtype=torch.float32`)"
         )
         self.report(node, message, confidence=confidence)
+
+
+    def _autocast_runs_in_float32(self, op: str, node: cst.CSTNode) -> bool:
+        """Whether autocast runs ``op`` in float32 (torch's semantics: ``exp``, ``softmax``,
+        ``pow``, ``norm``, ``cumsum``, ``prod``); ``var``, ``std`` and ``square`` it does not, so
+        inside a region they still see a float16 activation. Unknown: assume it does (silence)."""
+        data = data_for(self.ctx)
+        if data is None:
+            return True
+        device = None
+        region = self.ctx.flow.autocast_at(node)
+        if region is not None and getattr(region, "device", None) in ("cpu", "cuda"):
+            device = region.device
+        names = (f"torch.{op}", f"Tensor.{op}", f"torch.linalg.{op}")
+        known = [data.autocast_policy(name, device or "cuda") for name in names if data.entry(name) is not None]
+        return not known or "fp32" in known
 
 
 def _definitions(ctx, tensor: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -1,15 +1,15 @@
-"""Ops that low precision does not support: DTL509 lowp-unsupported-op (table in
-dtype_lint/facts/op_support.py)."""
+"""Ops that low precision does not support: DTL509 lowp-unsupported-op (the gaps come from
+torch's generated semantics, through dtype_lint/facts/op_support.py)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.numerics import BF16, FP16, autocast_enabled_at, call_shape, explain, is_simple_reference
-from dtype_lint.facts.op_support import ALL, BY_METHOD, BY_QUALIFIED, OP_WORDS, UnsupportedOp
+from dtype_lint.facts.op_support import Gap, low_gaps
 from dtype_lint.findings import Confidence, Fix, Safety
-from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 
 LONG = {FP16: "float16", BF16: "bfloat16"}
@@ -24,9 +24,12 @@ class LowpUnsupportedOp(Rule):
     (`cdist`, `pdist`, `ctc_loss`, `histogram`). A model's `forward` run under float16 autocast
     by another function or file (`with torch.autocast(...): model(x)`, Lightning's
     `precision="16-mixed"`, accelerate's `mixed_precision="fp16"`) is checked under that region
-    by the whole-program pass: an FFT of a conv or linear output there is float16. The table lives in
-    `dtype_lint/facts/op_support.py`, one entry per op family with the error torch raises and
-    the report behind it; every entry is run on torch's CPU build by the test suite.
+    by the whole-program pass: an FFT of a conv or linear output there is float16. Which op lacks
+    which kernel is read from torch's generated semantics for the configured `target-torch`
+    (docs/torch-semantics.md; the query: `kernel_missing(op, dtype, device)`): on CPU, a dtype
+    torch's op database does not claim and whose run raised; on CUDA, one the database does not
+    claim. An op torch has since given a kernel (CPU Half `sum`, bfloat16 `nearest`
+    interpolation on 2.13) is not flagged.
 
     ## Why is this bad?
     The call raises at run time (`"linalg_svd_cpu" not implemented for 'Half'`,
@@ -63,7 +66,6 @@ class LowpUnsupportedOp(Rule):
     summary = "Op with no float16/bfloat16 kernel (fft, linalg svd/solve/inv, quantile...) on a low-precision tensor"
     fix_safety = Safety.UNSAFE
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
-    required_triggers = (tuple(exact_word(word) for word in OP_WORDS),)
     valid = (
         "import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x.float())\n",
         "import torch\nx = torch.randn(8, 8).half()\nspectrum = torch.fft.rfft(x.float())\n",
@@ -90,39 +92,49 @@ class LowpUnsupportedOp(Rule):
         if shape is None:
             return
         if shape.qualified is not None:
-            op = BY_QUALIFIED.get(shape.qualified)
+            if not shape.qualified.startswith("torch."):
+                return
+            name = shape.qualified
             positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
             tensor = positional[0].value if positional else None
             spelled = shape.qualified
         else:
-            op = BY_METHOD.get(shape.name)
+            name = f"Tensor.{shape.name}"
             tensor = shape.receiver
             spelled = f".{shape.name}()"
-        if op is None or tensor is None:
+        if tensor is None:
             return
-        self._check(node, op, tensor, spelled)
+        data = data_for(self.ctx)
+        gaps = low_gaps(data, name) if data is not None else ()
+        if gaps:
+            self._check(node, name, gaps, tensor, spelled)
 
-    def _check(self, node: cst.Call, op: UnsupportedOp, tensor: cst.BaseExpression, spelled: str) -> None:
+    def _check(self, node: cst.Call, name: str, gaps: tuple[Gap, ...], tensor: cst.BaseExpression, spelled: str) -> None:
         value = self.ctx.flow.value_of(tensor)
-        if value is None or value.kind != "tensor" or not value.may_be(*op.dtypes):
+        if value is None or value.kind != "tensor":
             return
-        if op.where != ALL and autocast_enabled_at(self.ctx, node):
-            return  # CUDA autocast runs cdist/pdist in float32; the rest is device-dependent
-        if value.only(*op.dtypes):
-            confidence = Confidence.HIGH if op.where == ALL else Confidence.MEDIUM
-        elif value.dtypes <= frozenset(op.dtypes):
+        hit = [gap for gap in gaps if value.may_be(gap.dtype)]
+        if not hit:
+            return
+        gap = next((g for g in hit if g.everywhere), hit[0])
+        if autocast_enabled_at(self.ctx, node):
+            data = data_for(self.ctx)
+            if not gap.everywhere or data.autocast_policy(name) == "fp32":
+                return  # CUDA autocast runs cdist/pdist in float32; the rest is device-dependent
+        dtypes = frozenset(g.dtype for g in hit)
+        if value.only(*dtypes):
+            confidence = Confidence.HIGH if gap.everywhere else Confidence.MEDIUM
+        elif value.dtypes <= dtypes:
             confidence = Confidence.MEDIUM  # low precision wherever known
-        elif op.where == ALL:
+        elif gap.everywhere:
             # A union that holds the low dtype (``model.to(torch.bfloat16 if args.bf16 else
             # torch.float32)``): a reachable configuration raises, on every device.
             confidence = Confidence.MEDIUM
         else:
             confidence = Confidence.LOW
-        dtype = next(d for d in op.dtypes if value.may_be(d))
-        where = "on CPU and CUDA" if op.where == ALL else "on CPU"
         message = (
-            f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}: "
-            f"it has no {LONG[dtype]} kernel {where} and raises; compute it in float32 (`.float()`)"
+            f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, gap.dtype)}: "
+            f"it has no {LONG[gap.dtype]} kernel {gap.where} and raises; compute it in float32 (`.float()`)"
         )
         self.report(node, message, confidence=confidence, fix=self._fix(tensor))
 

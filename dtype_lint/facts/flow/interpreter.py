@@ -19,6 +19,7 @@ from dtype_lint.facts import amp, config_values, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
+from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
@@ -171,6 +172,7 @@ class Interpreter:
         self._optimizer_index: dict[int, int] = {}
         self._scaler_nodes: set[int] = set()
         self._generic: set[int] = set()  # functions run with unknown parameters
+        self._semantics_data = NOTHING  # torch's semantics for the file's target-torch, read on first use
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -1686,31 +1688,58 @@ class Interpreter:
                 return make(TENSOR)
             if attr in lib.TORCH_PROMOTING:
                 return self._promote_sequence(node)
-            if attr == "where":
-                values = [self._current.get(id(a.value)) for a in node.args[1:3] if a.keyword is None]
-                tensors = [v for v in values if v is not None and v.kind == TENSOR]
-                if len(tensors) == 2:
-                    dtypes, partial = promote(*tensors)
-                    return self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), *tensors)
-                return tensors[0] if len(tensors) == 1 and len(values) == 2 and all(
-                    _number_kind(a.value) is not None or self._current.get(id(a.value)) is not None for a in node.args[1:3]
-                ) else None
             if attr in ("get_default_dtype",):
                 return make(DTYPE, (self.default_float,), self.origin(node))
-        if attr in lib.TORCH_BOOL_RESULT:
-            return make(TENSOR, (BOOL,), self.origin(node))
-        if attr in lib.TORCH_INT_RESULT or attr == "one_hot":
-            return make(TENSOR, (INT,), self.origin(node))
         dtypes, source, given = self._dtype_argument(node)
         if given and dtypes:
             return self._typed(TENSOR, node, None)
-        first = self._first_argument(node)
-        if attr in lib.LOWERING_FUNCTIONS and self._autocast_dtype(frame) and (
-                first is None or first.kind == TENSOR and not first.dtypes & {INT, BOOL}):
-            return self._autocast_result(frame, certain=True, node=node)  # float inputs or unknown ones
-        if first is not None and first.kind == TENSOR:
-            return first.replace(role=None)
-        return None
+        return self._op_result(f"{module}.{attr}", node, frame)
+
+    # -- op results from torch's semantics data (facts/semantics.py) ---------------------------
+    def _semantics(self):
+        if self._semantics_data is NOTHING:
+            self._semantics_data = op_results.data_for(self.ctx)
+        return self._semantics_data
+
+    def _op_result(self, name: str, node: cst.Call, frame: Frame, receiver: Value | None = None) -> Value | None:
+        """``name``'s result as torch's generated semantics give it (facts/flow/op_results.py):
+        the output dtype over the operands' dtypes, what autocast makes of the op; unknown
+        (a tensor of no known dtype) when the data does not know, None when it is no tensor op."""
+        data = self._semantics()
+        if data is None or data.entry(name) is None:
+            return make(TENSOR) if data is not None and data.kind(name) == "tensor" else None
+        operands = op_results.gather(data, name, node, lambda expr: self._current.get(id(expr)), self.names, receiver)
+        autocast = self._autocast_dtype(frame)
+        if autocast and (_arg(node, "dtype") is None):
+            policy = data.autocast_policy(name, self._autocast_device(frame))
+            floats_or_unknown = all(set(choice) <= FLOATS for choice in operands.choices[:1])
+            if policy == "lower" and floats_or_unknown:
+                return self._autocast_result(frame, certain=True, node=node)  # float inputs or unknown ones
+            if policy == "fp32" and operands.choices and floats_or_unknown and frame.autocast[-1].enabled is True:
+                return make(TENSOR, (FP32,), self.origin(node))  # autocast runs it in float32
+        dtype_argument = None
+        if _arg(node, "dtype") is not None:
+            dtype_argument = self._dtype_argument(node)[0]
+        found = op_results.result_dtypes(data, name, operands, dtype_argument, self.default_float)
+        if found is None:
+            return make(TENSOR)
+        return self._op_value(found, operands, node)
+
+    def _op_value(self, found: tuple, operands, node: cst.Call) -> Value:
+        dtypes, partial = found
+        first = operands.values[0] if operands.values else None
+        if first is not None and first.dtypes == dtypes:
+            value = first.replace(partial=first.partial or partial)  # the first operand's dtype, its origins
+            return value.replace(role=None) if value.role else value
+        origins = []
+        for dtype in sorted(dtypes, key=lambda d: "fp32 fp16 bf16 fp64 int bool".split().index(d)):
+            source = next((v.origin_of(dtype) for v in operands.values if v.origin_of(dtype) is not None), None)
+            origins.append((dtype, source or self.origin(node)))
+        return Value(kind=TENSOR, dtypes=dtypes, partial=partial, origins=tuple(origins))
+
+    def _autocast_device(self, frame: Frame) -> str:
+        device = frame.autocast[-1].device if frame.autocast else None
+        return device if device in ("cuda", "cpu") else "cuda"
 
     def _tensor_of_data(self, node: cst.Call) -> Value | None:
         dtypes, _, given = self._dtype_argument(node)
@@ -1872,10 +1901,26 @@ class Interpreter:
         if lib.LOSS_CLASS.search(layer):
             first = self._first_argument(node)
             return first.replace(role=None) if first is not None and first.kind == TENSOR else None
+        data = self._semantics() if layer else None
+        entry = data.entry(info) if data is not None else None
         if self._autocast_dtype(frame):
-            return self._autocast_result(frame, certain=bool(lib.LOWERING_LAYERS.match(layer)), node=node)
-        if layer == "Embedding" or layer.startswith(("Linear", "Conv", "LayerNorm", "BatchNorm", "GroupNorm", "Embedding")):
+            lowers = entry is not None and data.autocast_policy(info, self._autocast_device(frame)) == "lower"
+            return self._autocast_result(frame, certain=lowers, node=node)
+        if entry is not None and entry.get("out") == "module":
+            # the module's parameters decide (``Linear``, ``LayerNorm``: a float32 LayerNorm gives
+            # a float16 input back in float16; a mix torch rejects keeps the parameters' dtype)
+            if not module.dtypes:
+                return make(TENSOR)
+            operands = op_results.gather(data, info, node, lambda expr: self._current.get(id(expr)), self.names)
+            if op_results.raises_for(data, info, operands, module=module.dtypes) is not None:
+                return make(TENSOR)  # torch raises here (a rule reports it): nothing flows on
+            found = op_results.result_dtypes(data, info, operands, None, self.default_float, module=module.dtypes)
+            if found is not None and found[0] != module.dtypes:
+                return self._op_value(found, operands, node)
             return module.replace(kind=TENSOR, role=None, info=None, target=None)
+        if entry is not None and entry.get("out") == "same":  # no parameters: ``Dropout``, ``ReLU``
+            first = self._first_argument(node)
+            return first.replace(role=None) if first is not None and first.kind == TENSOR else make(TENSOR)
         if not module.dtypes:
             return make(TENSOR)
         # A whole model may upcast its outputs (HF upcasts logits); a hint, not a certainty.
@@ -2176,10 +2221,6 @@ class Interpreter:
             if other is not None and other.kind == TENSOR:
                 return other.replace(role=None, autocast=None)
             return make(TENSOR)
-        if method in lib.BOOL_METHODS:
-            return make(TENSOR, (BOOL,), self.origin(node))
-        if method in lib.INT_METHODS:
-            return make(TENSOR, (INT,), self.origin(node))
         if method == "numpy":
             return receiver.replace(kind=NUMPY, role=None, autocast=None)
         if method in ("item", "tolist", "size", "dim", "numel", "data_ptr", "element_size", "stride", "backward"):
@@ -2187,17 +2228,12 @@ class Interpreter:
         if method in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
             dtypes, _, given = self._dtype_argument(node)
             return self._typed(TENSOR, node, None) if given else receiver.replace(role=None, autocast=None)
-        if method in lib.SAME_DTYPE_METHODS:
-            dtypes, _, given = self._dtype_argument(node)
-            if given:
+        dtypes, _, given = self._dtype_argument(node)
+        if given and dtypes:
+            data = self._semantics()
+            if data is not None and (data.entry(f"Tensor.{method}") or {}).get("kw") == "dtype":
                 return self._typed(TENSOR, node, None)
-            if method in ("sum", "cumsum", "prod") and receiver.dtypes & {BOOL}:
-                return receiver.with_dtypes({INT if d == BOOL else d for d in receiver.dtypes}, receiver.origin,
-                                            partial=receiver.partial)
-            if method in ("matmul", "mm", "bmm") and self._autocast_dtype(frame):
-                return self._autocast_result(frame, certain=True, node=node)
-            return receiver.replace(role=None) if receiver.role else receiver
-        return None
+        return self._op_result(f"Tensor.{method}", node, frame, receiver=receiver)
 
     def _astype_dtypes(self, node: cst.Call) -> frozenset:
         arg = _arg(node, "dtype", 0)

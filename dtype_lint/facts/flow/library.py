@@ -1,5 +1,8 @@
-"""What torch, numpy, transformers and friends do to dtypes: the tables the interpreter reads.
+"""What numpy, transformers and friends do to dtypes, and the torch calls the interpreter
+treats itself (factories that read literals, casts, containers): the tables it reads.
 
+What torch's ops, Tensor methods and torch.nn modules give is not written here: it comes from
+torch's generated semantics (dtype_lint/facts/semantics.py, through facts/flow/op_results.py).
 Names are qualified (resolved through the file's imports); methods are matched by name on a
 receiver whose kind is known.
 """
@@ -18,11 +21,6 @@ TORCH_FLOAT_FACTORIES = frozenset(
 )
 LIKE_FACTORIES = frozenset("zeros_like ones_like empty_like rand_like randn_like full_like randint_like".split())
 TORCH_INT_FACTORIES = frozenset("randint randperm randint_like tril_indices triu_indices".split())
-TORCH_BOOL_RESULT = frozenset(
-    "eq ne gt lt ge le isnan isinf isfinite isclose logical_and logical_or logical_not logical_xor"
-    " any all isin isneginf isposinf signbit".split()
-)
-TORCH_INT_RESULT = frozenset("argmax argmin argsort nonzero multinomial bucketize searchsorted numel".split())
 TORCH_PROMOTING = frozenset("cat concat concatenate stack hstack vstack dstack column_stack".split())
 # Legacy typed constructors and tensor types (``.type(torch.HalfTensor)``).
 TENSOR_TYPES = {
@@ -53,21 +51,6 @@ LOWP_TRIGGERS = FP16_TRIGGERS + (exact_word("bfloat16"), exact_word("bf16"), exa
 # Methods that cast (module in place; tensor to a new tensor).
 CAST_METHODS = {"half": FP16, "float": FP32, "bfloat16": BF16, "double": FP64}
 TENSOR_INT_METHODS = {"long": INT, "int": INT, "short": INT, "byte": INT, "char": INT, "bool": BOOL}
-# Tensor methods whose result has the receiver's dtype.
-SAME_DTYPE_METHODS = frozenset(
-    """to cuda cpu detach clone contiguous view reshape permute transpose t unsqueeze squeeze
-    flatten unflatten expand expand_as repeat repeat_interleave narrow masked_fill masked_fill_
-    clamp clamp_ clip abs neg exp log log2 log10 log1p expm1 sqrt rsqrt pow square softmax
-    log_softmax sigmoid tanh relu gelu silu mul mul_ add add_ sub sub_ div div_ norm var std max
-    min cumsum cumprod flip roll pin_memory requires_grad_ detach_ view_as reshape_as sin cos
-    float_power addcmul addcdiv lerp matmul mm bmm type_as sum mean prod amax amin logsumexp
-    sort topk index_select gather index_fill masked_select select squeeze_ unsqueeze_ fill_
-    zero_ copy_ uniform_ normal_ scatter scatter_add index_add index_copy nan_to_num
-    nan_to_num_ round floor ceil trunc frac sign reciprocal baddbmm addmm chunk split unbind
-    tile movedim swapaxes to_dense coalesce share_memory_ half_""".split()
-)
-BOOL_METHODS = frozenset("eq ne gt lt ge le isnan isinf isfinite logical_and logical_or logical_not any all".split())
-INT_METHODS = frozenset("argmax argmin argsort nonzero multinomial".split())
 # Module methods that return the module itself (no dtype change).
 # torch.nn containers: float32 themselves, they keep the low dtypes of the layers they hold.
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
@@ -98,12 +81,6 @@ OPTIMIZER_MODULES = ("torch.optim.", "transformers.", "bitsandbytes.", "bnb.", "
 # Modules (torch.nn classes) whose output has exactly the module's dtype.
 NN_PREFIXES = ("torch.nn.", "torch.nn.modules.")
 LOSS_CLASS = re.compile(r"Loss$")
-LOWERING_LAYERS = re.compile(r"^(Linear|LazyLinear|Bilinear|Conv\dd|ConvTranspose\dd|LazyConv\dd|MultiheadAttention|LSTM|GRU|RNN|LSTMCell|GRUCell|RNNCell)$")
-# torch functions autocast runs in its low dtype (CUDA's float16 list): their result is the
-# region's dtype whatever float the inputs are.
-LOWERING_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                "conv_transpose3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "einsum",
-                                "mv", "addmv", "chain_matmul", "prelu", "scaled_dot_product_attention"})
 NORM_LAYERS = re.compile(r"^(BatchNorm\dd|SyncBatchNorm|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|LocalResponseNorm)$")
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = re.compile(
