@@ -982,7 +982,7 @@ class Interpreter:
         world = getattr(worlds, "checkpoints", None)
         if world is None or not any(name in checkpoints.LOADERS for name in qualified):
             return None
-        return checkpoints.loaded(world)
+        return checkpoints.loaded(world, node)
 
     def _project_result(self, node: cst.Call, frame: Frame) -> Value | None:
         """A call of project functions in other files: what their summaries say they return."""
