@@ -12,7 +12,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
-from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -290,6 +290,8 @@ class LowpModelFp32Input(Rule):
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.dtypes & LOW or is_loss_module(module) or module.role == "quantized":
             return
+        if parameterless(module.info):
+            return  # an activation/dropout/pooling layer has no weights to mismatch
         if isinstance(module.info, str) and "Pipeline" in module.info:
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):

@@ -21,7 +21,7 @@ from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
-    MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
+    MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
@@ -1624,12 +1624,14 @@ class Interpreter:
     def _prepared(self, value: Value | None) -> Value | None:
         """A module through ``accelerator.prepare()``: with ``Accelerator(mixed_precision="fp16"|"bf16")``
         accelerate runs its forward under autocast, which casts float32 inputs (``autocast`` on a
-        module value: the region its forward runs in)."""
+        module value: the region its forward runs in). Only ``mixed_precision="no"`` says there is
+        none; a precision from a flag or ``accelerate config`` leaves the region unknown."""
         if value is None or value.kind != MODULE:
             return value
         if self._accelerate_autocast is None:
             found = precision_sources.sources_in(self.ctx.module, self.names, self.ctx)
-            self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or ""
+            self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or (
+                "" if precision_sources.accelerate_autocast_off(self.ctx.module, self.names) else MAYBE_AUTOCAST)
         return value.replace(autocast=self._accelerate_autocast) if self._accelerate_autocast else value
 
     def _first_argument(self, node: cst.Call) -> Value | None:
@@ -1874,8 +1876,12 @@ class Interpreter:
             return first.replace(role=None) if first is not None and first.kind == TENSOR else None
         if self._autocast_dtype(frame):
             return self._autocast_result(frame, certain=bool(lib.LOWERING_LAYERS.match(layer)), node=node)
+        if lib.parameterless(info):
+            first = self._first_argument(node)  # an activation, dropout, pooling: the input's dtype
+            return first.replace(role=None) if first is not None and first.kind == TENSOR else make(TENSOR)
         if layer == "Embedding" or layer.startswith(("Linear", "Conv", "LayerNorm", "BatchNorm", "GroupNorm", "Embedding")):
-            return module.replace(kind=TENSOR, role=None, info=None, target=None)
+            autocast = module.autocast if module.autocast != MAYBE_AUTOCAST else None
+            return module.replace(kind=TENSOR, role=None, info=None, target=None, autocast=autocast)
         if not module.dtypes:
             return make(TENSOR)
         # A whole model may upcast its outputs (HF upcasts logits); a hint, not a certainty.

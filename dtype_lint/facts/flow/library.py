@@ -104,6 +104,29 @@ LOWERING_LAYERS = re.compile(r"^(Linear|LazyLinear|Bilinear|Conv\dd|ConvTranspos
 LOWERING_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                                 "conv_transpose3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "einsum",
                                 "mv", "addmv", "chain_matmul", "prelu", "scaled_dot_product_attention"})
+# torch.nn layers that hold no parameter and no buffer: they compute in their input's dtype, so a
+# cast of them (or of the model around them) changes nothing and no input can mismatch them.
+# tests/test_flow.py builds each with a live torch and checks it has neither.
+PARAMETERLESS_LAYERS = frozenset(
+    """Identity Flatten Unflatten ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh
+    Softmax Softmin LogSoftmax Softmax2d Softplus Softsign Hardtanh Hardswish Hardsigmoid LogSigmoid
+    Tanhshrink Softshrink Hardshrink Threshold GLU Dropout Dropout1d Dropout2d Dropout3d AlphaDropout
+    FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
+    AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d
+    LPPool2d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+    ChannelShuffle ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d
+    ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+    CircularPad1d CircularPad2d CircularPad3d CosineSimilarity PairwiseDistance Fold Unfold""".split()
+)
+
+
+def parameterless(info: object) -> bool:
+    """A module value's class (``torch.nn.SiLU``) holds no parameter: see PARAMETERLESS_LAYERS."""
+    if not isinstance(info, str) or not info.startswith(NN_PREFIXES):
+        return False
+    return info.rsplit(".", 1)[-1] in PARAMETERLESS_LAYERS
+
+
 NORM_LAYERS = re.compile(r"^(BatchNorm\dd|SyncBatchNorm|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|LocalResponseNorm)$")
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = re.compile(
