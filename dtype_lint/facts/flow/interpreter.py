@@ -108,6 +108,25 @@ def _number_kind(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _fill_kind(node: cst.BaseExpression) -> str | None:
+    """The category of a fill value: a number literal, ``float(...)``/``int(...)``/``bool(...)``,
+    ``math.inf``/``np.nan`` and ``torch.finfo(...).min`` (floats); None when the code does not say."""
+    kind = _number_kind(node)
+    if kind is not None:
+        return kind
+    if isinstance(node, cst.UnaryOperation):
+        return _fill_kind(node.expression)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        return {"float": FP32, "int": INT, "bool": BOOL}.get(node.func.value)
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in ("inf", "nan", "pi", "e") and dotted_name(node.value) in ("math", "np", "numpy", "torch"):
+            return FP32
+        if node.attr.value in ("min", "max", "eps", "tiny") and isinstance(node.value, cst.Call) \
+                and (dotted_name(node.value.func) or "").endswith("finfo"):
+            return FP32
+    return None
+
+
 def _literal_kinds(node: cst.BaseExpression, depth: int = 0) -> set[str] | None:
     """The element kinds of a nested list/tuple literal of numbers (None when not one)."""
     if depth > 6:
@@ -1671,9 +1690,10 @@ class Interpreter:
             if attr in lib.TORCH_FLOAT_FACTORIES:
                 return self._typed(TENSOR, node, self.default_float)
             if attr == "full":
+                # torch.full takes the fill value's category: bool, int64, or the default float
                 fill = _arg(node, "fill_value", 1)
-                kind = _number_kind(fill.value) if fill is not None else None
-                return self._typed(TENSOR, node, self.default_float if kind in (None, FP32) else kind)
+                kind = _fill_kind(fill.value) if fill is not None else None
+                return self._typed(TENSOR, node, self.default_float if kind == FP32 else kind)
             if attr == "arange":
                 floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
                 return self._typed(TENSOR, node, self.default_float if floats else INT)
@@ -1754,6 +1774,15 @@ class Interpreter:
                 return self._typed(NUMPY, node, INT)
             if attr in lib.NUMPY_FLOAT_FACTORIES:
                 return self._typed(NUMPY, node, FP64)
+            if attr == "full":
+                # np.full(shape, fill): the fill value's dtype (False -> bool, 0 -> int64, 0.5 -> float64)
+                fill = _arg(node, "fill_value", 1)
+                kind = _fill_kind(fill.value) if fill is not None else None
+                return self._typed(NUMPY, node, FP64 if kind == FP32 else kind)
+            if attr == "full_like":
+                like = self._first_argument(node)
+                known = like.dtypes if like is not None and like.kind == NUMPY and like.certain else None
+                return self._typed(NUMPY, node, next(iter(known)) if known else None)
             if attr == "arange":
                 floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
                 return self._typed(NUMPY, node, FP64 if floats else INT)

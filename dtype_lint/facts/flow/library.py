@@ -74,10 +74,10 @@ CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 MODULE_SELF_METHODS = frozenset("cuda cpu train eval requires_grad_ apply to_empty share_memory xpu mps npu".split())
 
 NUMPY_FLOAT_FACTORIES = frozenset(
-    "zeros ones empty full linspace logspace eye identity random rand randn normal uniform"
+    "zeros ones empty linspace logspace eye identity random rand randn normal uniform"
     " standard_normal random_sample sample beta gamma exponential laplace lognormal loadtxt"
-    " genfromtxt zeros_like ones_like empty_like full_like".split()
-)
+    " genfromtxt zeros_like ones_like empty_like".split()
+)  # not ``full``/``full_like``: they take the fill value's / the array's dtype
 NUMPY_INT_FACTORIES = frozenset("randint integers choice permutation bincount".split())
 NUMPY_SAME_FUNCTIONS = frozenset(
     "concatenate stack hstack vstack expand_dims squeeze transpose reshape clip abs exp log sqrt"
