@@ -812,7 +812,10 @@ class Interpreter:
                 if given:
                     # a caller elsewhere passes a project function's result (``class_weights=weights(y)``)
                     bound[param.name.value] = (result_value(given, info.node, self.origin), None, {})
-            world = self._world_of(cls)
+            # ``__init__`` builds the instance before anything casts it (``Model().half()``, a
+            # ``self.to(bf16)`` at its end): a precision world says nothing of what it builds or
+            # of its arguments (settings, not activations)
+            world = self._world_of(cls) if info.node.name.value != "__init__" else None
             if world is None and self._parts_of(cls) is not None:
                 # only parts of the class are cast in the project: the rest of it is float32
                 self_value = self._instance(cls, None)
