@@ -165,6 +165,26 @@ def test_float16_norms_are_not_overflow_prone_but_their_squares_are(line):
     assert [f.line for f in findings(source, "DTL503")] == [4]
 
 
+def test_float16_softmax_is_float32_softmax_rounded_in_torch():
+    """The fact DTL503 leaves softmax out for: torch subtracts the max and accumulates a float16
+    softmax in float32, so it cannot overflow and equals the float32 result rounded to float16."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[60000.0, 60000.0, 0.0], [3.0, -20.0, 11.5]], dtype=torch.float16)
+    assert torch.equal(x.softmax(-1), x.float().softmax(-1).half())
+    assert torch.isfinite(x.softmax(-1)).all()
+
+
+@pytest.mark.parametrize("line", [
+    "p = scores.softmax(dim=-1)",
+    "p = torch.softmax(scores, -1)",
+    "p = torch.nn.functional.softmax(scores, dim=-1)",
+])
+def test_float16_softmax_is_not_overflow_prone_but_a_manual_one_is(line):
+    source = ("import torch\nscores = torch.randn(4, 8, dtype=torch.float16)\n" + line + "\n"
+              "q = scores.exp() / scores.exp().sum(-1, keepdim=True)\n")
+    assert sorted({f.line for f in findings(source, "DTL503")}) == [4]
+
+
 def test_unsafe_fixes_applied_by_the_cli_remove_the_findings(tmp_path):
     target = tmp_path / "attn.py"
     target.write_text(
