@@ -644,3 +644,42 @@ def test_layer_norm_module_gives_half_input_back_in_half():
         """
     )
     assert p.value("out", 6).dtype == "fp16"
+
+
+# -- layers without parameters (facts/flow/library.py PARAMETERLESS_LAYERS) ---------------------
+CONSTRUCTOR_ARGS = {"Unflatten": (1, (2, 2)), "Threshold": (0.1, 0.0), "MaxPool1d": (2,), "MaxPool2d": (2,),
+                    "MaxPool3d": (2,), "AvgPool1d": (2,), "AvgPool2d": (2,), "AvgPool3d": (2,), "LPPool1d": (2, 2),
+                    "LPPool2d": (2, 2), "PixelShuffle": (2,), "PixelUnshuffle": (2,), "ChannelShuffle": (2,),
+                    "Fold": ((4, 4), 2), "Unfold": (2,)}
+
+
+def test_parameterless_layers_hold_no_parameter_or_buffer_in_torch():
+    torch = pytest.importorskip("torch")
+    from dtype_lint.facts.flow.library import PARAMETERLESS_LAYERS
+
+    for name in sorted(PARAMETERLESS_LAYERS):
+        cls = getattr(torch.nn, name)
+        if name.startswith("Adaptive"):
+            layer = cls(2)
+        elif "Pad" in name:
+            layer = cls(1, 0.0) if name.startswith("Constant") else cls(1)
+        else:
+            layer = cls(*CONSTRUCTOR_ARGS.get(name, ()))
+        assert not list(layer.parameters()) and not list(layer.buffers()), name
+
+
+def test_a_parameterless_layer_gives_its_inputs_dtype_whatever_it_was_cast_to():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        act = nn.GELU().half()
+        y = act(torch.randn(2, 4))
+        lin = nn.Linear(4, 4).half()
+        z = lin(torch.randn(2, 4).half())
+        w = lin(torch.randn(2, 4))
+        """
+    )
+    assert p.value("y", 5).dtype == "fp32"
+    assert p.value("z", 7).dtypes == {"fp16"}
+    assert not p.value("w", 8).dtypes  # torch raises (Half weight, Float input): nothing flows on

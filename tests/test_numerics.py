@@ -144,6 +144,47 @@ def test_sensitive_ops_are_silent_inside_autocast_and_for_bounded_inputs():
     assert [(f.line, f.confidence) for f in findings(source, "DTL503")] == [(7, Confidence.MEDIUM), (8, Confidence.MEDIUM)]
 
 
+def test_float16_norms_accumulate_in_float32_in_torch():
+    """The fact DTL503 leaves norms out for: torch sums a float16 norm's squares in float32, so
+    it is finite wherever the norm itself is (InternVL's `image_features.norm(dim=-1)`)."""
+    torch = pytest.importorskip("torch")
+    x = torch.full((10,), 300.0, dtype=torch.float16)
+    assert torch.isinf(x.pow(2).sum())  # the squares alone overflow float16
+    for norm in (x.norm(), torch.norm(x, p=2), torch.linalg.vector_norm(x), torch.linalg.norm(x)):
+        assert norm.dtype == torch.float16 and abs(float(norm) - 948.68) < 1
+
+
+@pytest.mark.parametrize("line", [
+    "n = features.norm(dim=-1, keepdim=True)",
+    "n = torch.linalg.vector_norm(features, dim=-1)",
+    "n = torch.norm(features, p=2, dim=1)",
+])
+def test_float16_norms_are_not_overflow_prone_but_their_squares_are(line):
+    source = ("import torch\nfeatures = torch.randn(4, 768, dtype=torch.float16)\n" + line + "\n"
+              "v = features.pow(2).sum(-1).sqrt()\n")
+    assert [f.line for f in findings(source, "DTL503")] == [4]
+
+
+def test_float16_softmax_is_float32_softmax_rounded_in_torch():
+    """The fact DTL503 leaves softmax out for: torch subtracts the max and accumulates a float16
+    softmax in float32, so it cannot overflow and equals the float32 result rounded to float16."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[60000.0, 60000.0, 0.0], [3.0, -20.0, 11.5]], dtype=torch.float16)
+    assert torch.equal(x.softmax(-1), x.float().softmax(-1).half())
+    assert torch.isfinite(x.softmax(-1)).all()
+
+
+@pytest.mark.parametrize("line", [
+    "p = scores.softmax(dim=-1)",
+    "p = torch.softmax(scores, -1)",
+    "p = torch.nn.functional.softmax(scores, dim=-1)",
+])
+def test_float16_softmax_is_not_overflow_prone_but_a_manual_one_is(line):
+    source = ("import torch\nscores = torch.randn(4, 8, dtype=torch.float16)\n" + line + "\n"
+              "q = scores.exp() / scores.exp().sum(-1, keepdim=True)\n")
+    assert sorted({f.line for f in findings(source, "DTL503")}) == [4]
+
+
 def test_unsafe_fixes_applied_by_the_cli_remove_the_findings(tmp_path):
     target = tmp_path / "attn.py"
     target.write_text(

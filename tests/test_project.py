@@ -264,12 +264,33 @@ def test_another_key_or_a_file_by_file_check_is_not_a_match(tmp_path):
 
 
 def test_half_state_tensor_into_a_half_module_is_clean(tmp_path):
-    save = "import torch\ndef save(sd, p):\n    torch.save({k: v.half() for k, v in sd.items()}, p)\n"
-    load = ("import torch\ndef load(layer, p):\n    sd = torch.load(p)\n    layer.half()\n"
+    save = "import torch\ndef save(sd):\n    torch.save({k: v.half() for k, v in sd.items()}, 'half_sd.pt')\n"
+    load = ("import torch\ndef load(layer, run_dir):\n    sd = torch.load(f'{run_dir}/half_sd.pt')\n    layer.half()\n"
             "    layer.weight.data = sd['layer.weight']\n")
     assert _check_project(tmp_path, {"save.py": save, "load.py": load}) == []
     flagged = _check_project(tmp_path, {"save.py": save, "load.py": load.replace("    layer.half()\n", "")})
     assert [(f.code, f.line) for f in flagged] == [("DTL602", 4)]
+
+
+# A state dict saved whole (no key, no filter) holds any key: only its path ties a load to it.
+# diffusers' convert_ncsnpp_original_checkpoint_to_diffusers.py loads `args.checkpoint_path` and
+# was matched to another program's `torch.save(discriminator.state_dict(), ...)` (40 findings).
+KEYLESS_SAVE = ("import os\nimport torch\ndef save(disc, args):\n    disc.to(dtype=torch.float16)\n"
+                "    torch.save(disc.state_dict(), os.path.join(args.output_dir, 'pytorch_model.bin'))\n")
+KEYLESS_LOAD = ("import torch\nfrom torch import nn\ndef convert(args):\n    sd = torch.load(PATH, map_location='cpu')\n"
+                "    layer = nn.Linear(4, 4)\n    layer.weight.data = sd['all_modules.0.weight'].data\n")
+
+
+@pytest.mark.parametrize("path", ["args.checkpoint_path", "'original/ncsnpp.pth'", "ckpt"])
+def test_keyless_state_dict_save_is_no_match_for_a_load_of_another_path(tmp_path, path):
+    assert _check_project(tmp_path, {"save.py": KEYLESS_SAVE, "convert.py": KEYLESS_LOAD.replace("PATH", path)}) == []
+
+
+@pytest.mark.parametrize("path", ["os.path.join(args.output_dir, 'pytorch_model.bin')", "'out/pytorch_model.bin'"])
+def test_keyless_state_dict_save_matches_a_load_of_its_path(tmp_path, path):
+    load = "import os\n" + KEYLESS_LOAD.replace("PATH", path)
+    flagged = _check_project(tmp_path, {"save.py": KEYLESS_SAVE, "convert.py": load})
+    assert [(f.code, f.line) for f in flagged] == [("DTL602", 7)]
 
 
 # -- helpers of other files that cast the model they are given (project/helpers.py) ------------

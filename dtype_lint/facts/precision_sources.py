@@ -443,6 +443,18 @@ def _find(module: cst.Module, names: ImportTable, settings=None) -> list[Found]:
     return found
 
 
+ACCELERATORS = ("accelerate.Accelerator",)
+
+
+def accelerate_autocast_off(module: cst.Module, names: ImportTable) -> bool:
+    """Every ``Accelerator(...)`` of the file says ``mixed_precision="no"``: its prepared models
+    run without autocast. Anything else (a flag, ``Accelerator()`` reading ``accelerate config``,
+    an accelerator handed in) leaves that unknown."""
+    calls = [node for node in walk(module, into_definitions=True) if type(node) is cst.Call
+             and any(q in ACCELERATORS for q in names.qualified_names(node.func))]
+    return bool(calls) and all(literal_string(keyword(call, "mixed_precision")) == "no" for call in calls)
+
+
 def autocast_wrapping(found: list[Found], framework: str) -> str | None:
     """The autocast dtype a framework's sources wrap forward passes in (None: none or mixed)."""
     dtypes = {f.effect.autocast for f in found if f.framework == framework and f.effect.autocast

@@ -15,8 +15,11 @@ summary):
 Paths do not match reliably (``opt.weights`` vs ``"weights/last.pt"``), so a load matches a
 save of the same project by key: ``torch.load(p)["model"]`` is the module saved under
 ``"model"``; ``state[f"{name}.lora_A"]`` is a tensor of a keyless state dict whose ``if``
-literal (``"lora_"``) the key's text contains (a state dict saved without a filter matches any
-key). A match through keys only is never certain: the findings are medium confidence.
+literal (``"lora_"``) the key's text contains. A state dict saved whole (no key, no filter)
+holds any key, so its keys say nothing: a load matches it only through its path, a file name
+or a dotted setting both path expressions spell (``"pytorch_model.bin"``, ``args.lora_path``).
+A project of many programs saves many state dicts; a load of another path is none of them.
+A match through keys only is never certain: the findings are medium confidence.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.flow import values
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.project.seeding import WorldOrigin
 from dtype_lint.project.summary import _dotted, float32_casts
 
@@ -50,6 +54,49 @@ def _qualified(imports: dict, dotted: str | None) -> list[str]:
 
 def is_loader(imports: dict, dotted: str | None) -> bool:
     return any(name in LOADERS for name in _qualified(imports, dotted))
+
+
+def _path_words(strings: list[str], dotted: list[str]) -> list[str]:
+    """The words of a path expression that can tie a save to a load: the file and folder names
+    its string literals spell (not a bare extension, not one or two letters) and the dotted
+    settings it reads (``args.output_dir``; a bare name like ``path`` is any path)."""
+    words = {part for text in strings for part in re.split(r"[/\\]", text) if len(part) > 2 and not part.startswith(".")}
+    words.update(name for name in dotted if "." in name)
+    return sorted(words)
+
+
+def save_path_words(node: ast.AST | None) -> list[str]:
+    """``_path_words`` of a ``torch.save`` path (CPython's ``ast``)."""
+    if node is None:
+        return []
+    strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    names = [_dotted(n) or "" for n in ast.walk(node) if isinstance(n, ast.Attribute)]
+    return _path_words(strings, names)
+
+
+def load_path_words(node: cst.CSTNode | None) -> tuple[str, ...]:
+    """``_path_words`` of a ``torch.load`` path (libcst)."""
+    if node is None:
+        return ()
+    strings, names = [], []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.SimpleString):
+            text = current.evaluated_value
+            strings.extend([text] if isinstance(text, str) else [])
+        elif isinstance(current, cst.FormattedStringText):
+            strings.append(current.value)
+        elif isinstance(current, cst.Attribute):
+            names.append(dotted_name(current) or "")
+        stack.extend(current.children)
+    return tuple(_path_words(strings, names))
+
+
+def _same_path(saved: tuple, loaded: tuple) -> bool:
+    """A word of the save's path that the load's path spells too (``"ckpt_"`` of an f-string
+    is part of ``"ckpt_best.pt"``)."""
+    return any(a == b or (len(a) > 3 and len(b) > 3 and (a in b or b in a)) for a in saved for b in loaded)
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -78,9 +125,12 @@ def saves_in(summarizer, nodes, scope, cast_names: dict, conditions) -> list[dic
         if isinstance(obj, ast.Name) and obj.id in dicts:
             obj = dicts[obj.id]
         condition = conditions.get(id(node))
+        path = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg in ("f", "filename")), None)
         for entry in _saved(summarizer, obj, scope, cast_names):
             entry.update({"line": entry.get("line", node.lineno), "save": node.lineno,
-                          "conditional": entry.get("conditional", False) or condition is not None})
+                          "conditional": entry.get("conditional", False) or condition is not None,
+                          "paths": save_path_words(path)})
             found.append(entry)
     return found
 
@@ -151,6 +201,7 @@ class Saved:
     path: str
     line: int
     text: str
+    paths: tuple = ()  # the words of the path it is saved to (``_path_words``)
 
     def describe(self, base: str = "") -> str:
         from dtype_lint.facts.flow.values import LONG_NAMES
@@ -167,8 +218,8 @@ def project_saves(summaries: dict[str, dict]) -> list[Saved]:
     for path, summary in summaries.items():
         for entry in summary.get("saves", ()):
             found.add(Saved(entry["kind"], entry["key"], tuple(entry["filters"]), entry["dtype"], path,
-                            entry["line"], entry["text"]))
-    return sorted(found, key=lambda s: (s.path, s.line, s.kind, s.key or "", s.filters, s.dtype, s.text))
+                            entry["line"], entry["text"], tuple(entry.get("paths", ()))))
+    return sorted(found, key=lambda s: (s.path, s.line, s.kind, s.key or "", s.filters, s.dtype, s.text, s.paths))
 
 
 def loads_checkpoints(summary: dict) -> bool:
@@ -194,6 +245,8 @@ class LoadedCheckpoint:
 
     saves: tuple  # ((Saved, description), ...)
     keyed: bool = True  # indexing looks the key up among the saves' keys (False: a state dict's own keys)
+    paths: tuple = ()  # the words of the loaded path (``load_path_words``)
+    tied: bool = False  # already matched to its save (the state dict under a key that matched)
 
 
 class CheckpointOrigin(WorldOrigin):
@@ -202,9 +255,10 @@ class CheckpointOrigin(WorldOrigin):
     __slots__ = ()
 
 
-def loaded(world: CheckpointWorld):
+def loaded(world: CheckpointWorld, call: cst.Call):
     """The value of a ``torch.load(...)`` call: a mapping looked up by ``indexed``."""
-    return values.make(values.MAPPING, info=LoadedCheckpoint(world.saves))
+    path = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "f"), None)
+    return values.make(values.MAPPING, info=LoadedCheckpoint(world.saves, paths=load_path_words(path)))
 
 
 def _key_texts(index: cst.BaseExpression | None) -> tuple[str | None, list[str]]:
@@ -233,9 +287,11 @@ def indexed(info: LoadedCheckpoint, index: cst.BaseExpression | None, node, orig
                 continue
             if saved.kind == STATE:
                 return values.make(values.MAPPING, info=LoadedCheckpoint(((dataclasses.replace(saved, key=None), words),),
-                                                                      keyed=False))
+                                                                      keyed=False, tied=True))
         elif saved.kind != STATE or not _matches(saved, literals) or (info.keyed and key is None and not literals):
             continue
+        elif not saved.filters and not info.tied and not _same_path(saved.paths, info.paths):
+            continue  # a whole state dict holds any key: only the path ties this load to it
         origin = CheckpointOrigin(node, origin_for(node)._resolve, words)
         kind = values.MODULE if saved.kind == MODULE else values.TENSOR
         return values.make(kind, (saved.dtype,), origin)

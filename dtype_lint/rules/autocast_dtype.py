@@ -21,6 +21,7 @@ from dtype_lint.facts.training import (
     is_true,
     keyword,
     positional,
+    receiver,
     string_value,
     training_facts,
     walk,
@@ -934,7 +935,7 @@ class Fp16AutocastWithoutScaler(Rule):
         if facts.uses_scaler or self.ctx.names.is_imported("deepspeed") or self.ctx.names.is_imported("apex"):
             return
         for call in facts.calls:
-            if not is_backward(call) or is_scaled_backward(call):
+            if not is_backward(call) or is_scaled_backward(call) or self._delegated(call) or self._made_in_bf16(call):
                 continue
             found = self._fp16_autocast_for(facts, call)
             if found is None:
@@ -948,16 +949,39 @@ class Fp16AutocastWithoutScaler(Rule):
                 confidence=confidence,
             )
 
+    def _delegated(self, call: cst.Call) -> bool:
+        """``optimizer.backward(loss)``: a wrapper given the loss runs the backward itself and may
+        scale it (fairseq's AMPOptimizer, a trainer's ``backward``): whether it does is unknown.
+        ``loss.backward(...)`` and ``torch.autograd.backward(loss)`` scale nothing."""
+        if not any(a.keyword is None and not a.star for a in call.args) or not isinstance(call.func, cst.Attribute):
+            return False
+        if self.ctx.names.matches(call.func, "torch.autograd.backward"):
+            return False
+        owner = self.ctx.flow.value_of(call.func.value)
+        return owner is None or owner.kind != "tensor"
+
+    def _made_in_bf16(self, call: cst.Call) -> bool:
+        """The loss was computed in a bfloat16 autocast region (whatever other regions the
+        function runs): its backward needs no scaler."""
+        loss = receiver(call) if positional(call, 0) is None else positional(call, 0)
+        value = self.ctx.flow.value_of(loss) if loss is not None else None
+        return value is not None and value.kind == "tensor" and value.autocast == "bf16"
+
     def _fp16_autocast_for(self, facts, backward: cst.Call):
         candidates: list[AutocastInfo] = [info for _, info in facts.enclosing_autocasts(backward)]
         scope = facts.enclosing_loop(backward) or self.ctx.enclosing(backward, cst.FunctionDef)
         if scope is not None:
             loop = scope
+            start = self.ctx.source_order(backward)[0]
+            before: list[AutocastInfo] = []  # the regions that end before the backward, in order
             for with_node in walk(scope):
                 if isinstance(with_node, cst.With):
                     info = facts.autocast_of_with(with_node)
                     if info is not None:
-                        candidates.append(info)
+                        (before if self.ctx.source_order(with_node)[1] < start else candidates).append(info)
+            # the loss comes from the nearest region before its backward (a function may run a
+            # float16 region, then a bfloat16 one); in a loop the last region may feed the next pass
+            candidates.extend(before[-1:] if facts.enclosing_loop(backward) is None else reversed(before))
             for definition in facts.local_callees(loop):
                 for with_node in walk(definition.body):
                     if isinstance(with_node, cst.With):

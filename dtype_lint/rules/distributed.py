@@ -174,7 +174,7 @@ class RankDependentDtype(Rule):
         mirrored = {(target, dtype) for _, dtype, target in self._casts_in(other)}
         in_loop = self._in_loop(node)
         for call, dtype, target in self._casts_in(body):
-            if (target, dtype) in mirrored:
+            if (target, dtype) in mirrored or self._bound_before(target, body, call):
                 continue
             self.report(
                 call,
@@ -183,6 +183,21 @@ class RankDependentDtype(Rule):
                 " ranks keep their dtype; cast a copy (`{k: v.half() for k, v in state_dict.items()}`) instead",
                 confidence=Confidence.MEDIUM if in_loop else Confidence.LOW,
             )
+
+    def _bound_before(self, target: str, body, call: cst.Call) -> bool:
+        """``target`` is (re)bound in the rank-only block before the cast: the object cast was made
+        on these ranks (``encoder = load_text_encoder(...)`` for a validation pipeline, a
+        ``deepcopy``), so no other rank holds it."""
+        start = self.ctx.source_order(call)[0]
+        for statement in body:
+            for child in walk(statement):
+                if self.ctx.source_order(child)[0] >= start:
+                    return False
+                if isinstance(child, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in child.targets] if isinstance(child, cst.Assign) else [child.target]
+                    if any(target == dotted_name(name) for t in targets for name in _bound_nodes(t)):
+                        return True
+        return False
 
     def _collective_casts(self, node: cst.If, body) -> None:
         casted: dict[str, cst.Call] = {}
@@ -223,6 +238,15 @@ class RankDependentDtype(Rule):
             if isinstance(ancestor, LOOPS):
                 return True
         return False
+
+
+def _bound_nodes(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The names and attributes an assignment target binds (``a, (b, self.c) = ...``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [node for element in target.elements for node in _bound_nodes(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_nodes(target.value)
+    return [target]
 
 
 FSDP_CLASSES = (

@@ -194,6 +194,8 @@ class Fp16OnCpu(Rule):
             for argument in (keyword(cast, "torch_dtype"), keyword(cast, "dtype"), positional(cast, 0)):
                 if argument is not None and call_name(cast) in ("to", "from_pretrained"):
                     expressions.append(argument)
+        if self._asserted_off_cpu(cast, scope, expressions):
+            return True
         assignments = training_facts(self.ctx).assignments
         augmented = self._augmented()
         for expression in list(expressions):
@@ -204,6 +206,26 @@ class Fp16OnCpu(Rule):
                 expressions.extend(value for _, value in assignments.get(name, []))
                 expressions.extend(augmented.get(name, []))
         return any(DEVICE_AWARE.search(self.ctx.code_for(e)) for e in expressions)
+
+    def _asserted_off_cpu(self, cast: cst.CSTNode, scope: cst.CSTNode, conditions: list) -> bool:
+        """An ``assert`` on the device runs before the cast, on every path of the scope or under a
+        condition that shares a name with the cast's (YOLOv5's export: ``if half: assert
+        device.type != "cpu" or coreml``, then ``if half and not coreml: model.half()``)."""
+        names = {dotted_name(n) for c in conditions for n in walk(c) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+        start = self.ctx.source_order(cast)[0]
+        for node in walk(scope):
+            if type(node) is not cst.Assert or self.ctx.source_order(node)[1] >= start \
+                    or not DEVICE_AWARE.search(self.ctx.code_for(node.test)):
+                continue
+            guard = self.ctx.parent(node)
+            while guard is not None and guard is not scope and not isinstance(guard, (cst.If, cst.For, cst.While, cst.Try)):
+                guard = self.ctx.parent(guard)
+            if guard is None or guard is scope:
+                return True
+            if isinstance(guard, cst.If) and names & {dotted_name(n) for n in walk(guard.test)
+                                                        if isinstance(n, (cst.Name, cst.Attribute))}:
+                return True
+        return False
 
     def _augmented(self) -> dict[str, list[cst.BaseExpression]]:
         found: dict[str, list[cst.BaseExpression]] = {}

@@ -12,7 +12,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
-from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -145,6 +145,47 @@ def _class_forward_casts(module: cst.Module, class_name: str) -> bool:
                 if isinstance(item, cst.FunctionDef) and item.name.value == "forward":
                     return bool(CASTS_IN_FORWARD.search(module.code_for_node(item)))
     return False
+
+
+NOT_DATA_ATTRIBUTES = frozenset({"shape", "size", "device", "dtype", "ndim", "dim", "is_cuda", "numel"})
+
+
+def _forward_of(ctx, class_name: str) -> cst.FunctionDef | None:
+    for statement in ctx.module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            return next((i for i in body if isinstance(i, cst.FunctionDef) and i.name.value == "forward"), None)
+    return None
+
+
+def _parameter_of(forward: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter of ``forward`` (``self`` first) that ``arg`` of ``model(...)`` binds."""
+    params = [p.name.value for p in (*forward.params.posonly_params, *forward.params.params)][1:]
+    if arg.keyword is not None:
+        names = params + [p.name.value for p in forward.params.kwonly_params]
+        return arg.keyword.value if arg.keyword.value in names else None
+    index = [a for a in call.args if a.keyword is None].index(arg)
+    return params[index] if index < len(params) else None
+
+
+def never_meets_weights(ctx, module: Value, call: cst.Call, arg: cst.Arg) -> bool:
+    """The model's forward (a class of this file) only compares the tensor ``arg`` binds
+    (``mask == 0``) or reads its shape or device: it never reaches a layer, so its dtype
+    cannot mismatch the weights."""
+    forward = _forward_of(ctx, module.info) if isinstance(module.info, str) and "." not in module.info else None
+    name = _parameter_of(forward, call, arg) if forward is not None else None
+    if name is None:
+        return False
+    for node in walk(forward.body):
+        if not (isinstance(node, cst.Name) and node.value == name):
+            continue
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Comparison) or isinstance(parent, cst.ComparisonTarget):
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in NOT_DATA_ATTRIBUTES:
+            continue
+        return False
+    return True
 
 
 def forward_casts_inputs(ctx, module: Value) -> bool:
@@ -290,6 +331,8 @@ class LowpModelFp32Input(Rule):
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.dtypes & LOW or is_loss_module(module) or module.role == "quantized":
             return
+        if parameterless(module.info):
+            return  # an activation/dropout/pooling layer has no weights to mismatch
         if isinstance(module.info, str) and "Pipeline" in module.info:
             return  # pipelines prepare (and cast) their own inputs
         if flow.autocast_at(node) is not None or module.autocast or forward_casts_inputs(self.ctx, module):
@@ -310,7 +353,8 @@ class LowpModelFp32Input(Rule):
             if arg.star:
                 continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
             value = flow.value_of(arg.value)
-            if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
+            if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None \
+                    and not never_meets_weights(self.ctx, module, node, arg):
                 self._flag(node, module, module_node, arg, value, low, fixable=True)
                 return
 

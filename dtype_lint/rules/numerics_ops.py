@@ -29,7 +29,12 @@ from dtype_lint.facts.numerics import (
 )
 
 # op -> (dtypes it is fragile in, why). float16 fails by range (max 65504); bfloat16 has
-# float32's range but 8 bits of mantissa, which only running reductions make visible.
+# float32's range but 8 bits of mantissa, which only running reductions make visible. Not here:
+# ``norm``/``vector_norm``, whose squares torch sums in float32 (a float16 norm of ten 300s is
+# 948.5 where ``pow(2).sum()`` is inf): like ``sum``, they overflow only when the result does;
+# ``softmax``, which torch computes max-subtracted in float32 and rounds (it equals the float32
+# softmax cast to float16): a probability keeps float16's relative precision, and one below 6e-8
+# matters only through a later ``log`` (DTL504's epsilon).
 SENSITIVE = {
     "exp": ((FP16,), "exp overflows float16 above 11.09"),
     "expm1": ((FP16,), "expm1 overflows float16 above 11.09"),
@@ -39,9 +44,6 @@ SENSITIVE = {
     "std": ((FP16,), "the variance overflows float16 for |x| > 256"),
     "var_mean": ((FP16,), "a variance above 65504 is inf in float16"),
     "std_mean": ((FP16,), "the variance overflows float16 for |x| > 256"),
-    "norm": ((FP16,), "a norm above 65504 is inf in float16"),
-    "vector_norm": ((FP16,), "a norm above 65504 is inf in float16"),
-    "softmax": ((FP16,), "float16 probabilities keep 3 significant digits and underflow below 6e-8"),
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
     "prod": ((FP16,), "products overflow float16 quickly"),
     "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
@@ -59,15 +61,17 @@ def _qualified_ok(qualified: str | None, name: str) -> bool:
 
 class LowpSensitiveOp(Rule):
     """## What it does
-    Flags `exp`, `pow`/`**`/`square`, `var`/`std`, `norm`, `softmax`/`log_softmax`, `prod` and
+    Flags `exp`, `pow`/`**`/`square`, `var`/`std`, `log_softmax`, `prod` and
     `cumsum`/`cumprod` applied, outside an enabled autocast region, to a tensor the dtype flow
     knows is float16 (for `cumsum`/`cumprod` also bfloat16): custom norms written as
     `x.pow(2).mean(-1)`, losses written with `exp`, manual softmax. Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
     powers below 2 and
-    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt` and `sum`
-    are left out on purpose: their float16 failures come from a vanished epsilon (DTL504) or
-    from sums so large they are rare, and flagging every float16 `.sum()` would bury the rest.
+    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt`, `sum`, `norm`
+    and `softmax` are left out on purpose: their float16 failures come from a vanished epsilon
+    (DTL504) or from results so large they are rare (torch sums a float16 norm's squares in
+    float32, so `x.norm()` is finite wherever the norm is; a float16 softmax is the float32 one
+    rounded), and flagging every float16 `.sum()` would bury the rest.
     The message names the tensor's dtype and where it was set. Inside an enabled autocast region
     only the ops autocast does not run in float32 are checked (`var`, `std`, `square`: the query
     `autocast_policy(op)` of torch's generated semantics, docs/torch-semantics.md).
@@ -101,7 +105,7 @@ class LowpSensitiveOp(Rule):
 
     code = "DTL503"
     name = "lowp-sensitive-op"
-    summary = "Overflow-prone op (exp, pow, var, norm, softmax, cumsum...) on a float16 tensor outside autocast"
+    summary = "Overflow-prone op (exp, pow, var, log_softmax, cumsum...) on a float16 tensor outside autocast"
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     # One of the ops, by name, or the ** operator.
     required_triggers = (tuple(exact_word(name) for name in sorted(SENSITIVE)) + (POWER_WORD,),)

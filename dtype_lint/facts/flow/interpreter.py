@@ -22,7 +22,7 @@ from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
-    MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
+    MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
@@ -106,6 +106,25 @@ def _number_kind(node: cst.BaseExpression) -> str | None:
         return FP32
     if isinstance(node, cst.Name) and node.value in ("True", "False"):
         return BOOL
+    return None
+
+
+def _fill_kind(node: cst.BaseExpression) -> str | None:
+    """The category of a fill value: a number literal, ``float(...)``/``int(...)``/``bool(...)``,
+    ``math.inf``/``np.nan`` and ``torch.finfo(...).min`` (floats); None when the code does not say."""
+    kind = _number_kind(node)
+    if kind is not None:
+        return kind
+    if isinstance(node, cst.UnaryOperation):
+        return _fill_kind(node.expression)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        return {"float": FP32, "int": INT, "bool": BOOL}.get(node.func.value)
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in ("inf", "nan", "pi", "e") and dotted_name(node.value) in ("math", "np", "numpy", "torch"):
+            return FP32
+        if node.attr.value in ("min", "max", "eps", "tiny") and isinstance(node.value, cst.Call) \
+                and (dotted_name(node.value.func) or "").endswith("finfo"):
+            return FP32
     return None
 
 
@@ -795,7 +814,10 @@ class Interpreter:
                 if given:
                     # a caller elsewhere passes a project function's result (``class_weights=weights(y)``)
                     bound[param.name.value] = (result_value(given, info.node, self.origin), None, {})
-            world = self._world_of(cls)
+            # ``__init__`` builds the instance before anything casts it (``Model().half()``, a
+            # ``self.to(bf16)`` at its end): a precision world says nothing of what it builds or
+            # of its arguments (settings, not activations)
+            world = self._world_of(cls) if info.node.name.value != "__init__" else None
             if world is None and self._parts_of(cls) is not None:
                 # only parts of the class are cast in the project: the rest of it is float32
                 self_value = self._instance(cls, None)
@@ -984,7 +1006,7 @@ class Interpreter:
         world = getattr(worlds, "checkpoints", None)
         if world is None or not any(name in checkpoints.LOADERS for name in qualified):
             return None
-        return checkpoints.loaded(world)
+        return checkpoints.loaded(world, node)
 
     def _project_result(self, node: cst.Call, frame: Frame) -> Value | None:
         """A call of project functions in other files: what their summaries say they return."""
@@ -1626,12 +1648,14 @@ class Interpreter:
     def _prepared(self, value: Value | None) -> Value | None:
         """A module through ``accelerator.prepare()``: with ``Accelerator(mixed_precision="fp16"|"bf16")``
         accelerate runs its forward under autocast, which casts float32 inputs (``autocast`` on a
-        module value: the region its forward runs in)."""
+        module value: the region its forward runs in). Only ``mixed_precision="no"`` says there is
+        none; a precision from a flag or ``accelerate config`` leaves the region unknown."""
         if value is None or value.kind != MODULE:
             return value
         if self._accelerate_autocast is None:
             found = precision_sources.sources_in(self.ctx.module, self.names, self.ctx)
-            self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or ""
+            self._accelerate_autocast = precision_sources.autocast_wrapping(found, "accelerate") or (
+                "" if precision_sources.accelerate_autocast_off(self.ctx.module, self.names) else MAYBE_AUTOCAST)
         return value.replace(autocast=self._accelerate_autocast) if self._accelerate_autocast else value
 
     def _first_argument(self, node: cst.Call) -> Value | None:
@@ -1671,9 +1695,10 @@ class Interpreter:
             if attr in lib.TORCH_FLOAT_FACTORIES:
                 return self._typed(TENSOR, node, self.default_float)
             if attr == "full":
+                # torch.full takes the fill value's category: bool, int64, or the default float
                 fill = _arg(node, "fill_value", 1)
-                kind = _number_kind(fill.value) if fill is not None else None
-                return self._typed(TENSOR, node, self.default_float if kind in (None, FP32) else kind)
+                kind = _fill_kind(fill.value) if fill is not None else None
+                return self._typed(TENSOR, node, self.default_float if kind == FP32 else kind)
             if attr == "arange":
                 floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
                 return self._typed(TENSOR, node, self.default_float if floats else INT)
@@ -1781,6 +1806,15 @@ class Interpreter:
                 return self._typed(NUMPY, node, INT)
             if attr in lib.NUMPY_FLOAT_FACTORIES:
                 return self._typed(NUMPY, node, FP64)
+            if attr == "full":
+                # np.full(shape, fill): the fill value's dtype (False -> bool, 0 -> int64, 0.5 -> float64)
+                fill = _arg(node, "fill_value", 1)
+                kind = _fill_kind(fill.value) if fill is not None else None
+                return self._typed(NUMPY, node, FP64 if kind == FP32 else kind)
+            if attr == "full_like":
+                like = self._first_argument(node)
+                known = like.dtypes if like is not None and like.kind == NUMPY and like.certain else None
+                return self._typed(NUMPY, node, next(iter(known)) if known else None)
             if attr == "arange":
                 floats = any(_number_kind(a.value) == FP32 for a in node.args if a.keyword is None)
                 return self._typed(NUMPY, node, FP64 if floats else INT)
@@ -1917,7 +1951,8 @@ class Interpreter:
             found = op_results.result_dtypes(data, info, operands, None, self.default_float, module=module.dtypes)
             if found is not None and found[0] != module.dtypes:
                 return self._op_value(found, operands, node)
-            return module.replace(kind=TENSOR, role=None, info=None, target=None)
+            autocast = module.autocast if module.autocast != MAYBE_AUTOCAST else None
+            return module.replace(kind=TENSOR, role=None, info=None, target=None, autocast=autocast)
         if entry is not None and entry.get("out") == "same":  # no parameters: ``Dropout``, ``ReLU``
             first = self._first_argument(node)
             return first.replace(role=None) if first is not None and first.kind == TENSOR else make(TENSOR)

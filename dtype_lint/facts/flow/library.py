@@ -57,10 +57,10 @@ CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 MODULE_SELF_METHODS = frozenset("cuda cpu train eval requires_grad_ apply to_empty share_memory xpu mps npu".split())
 
 NUMPY_FLOAT_FACTORIES = frozenset(
-    "zeros ones empty full linspace logspace eye identity random rand randn normal uniform"
+    "zeros ones empty linspace logspace eye identity random rand randn normal uniform"
     " standard_normal random_sample sample beta gamma exponential laplace lognormal loadtxt"
-    " genfromtxt zeros_like ones_like empty_like full_like".split()
-)
+    " genfromtxt zeros_like ones_like empty_like".split()
+)  # not ``full``/``full_like``: they take the fill value's / the array's dtype
 NUMPY_INT_FACTORIES = frozenset("randint integers choice permutation bincount".split())
 NUMPY_SAME_FUNCTIONS = frozenset(
     "concatenate stack hstack vstack expand_dims squeeze transpose reshape clip abs exp log sqrt"
@@ -81,6 +81,29 @@ OPTIMIZER_MODULES = ("torch.optim.", "transformers.", "bitsandbytes.", "bnb.", "
 # Modules (torch.nn classes) whose output has exactly the module's dtype.
 NN_PREFIXES = ("torch.nn.", "torch.nn.modules.")
 LOSS_CLASS = re.compile(r"Loss$")
+# torch.nn layers that hold no parameter and no buffer: they compute in their input's dtype, so a
+# cast of them (or of the model around them) changes nothing and no input can mismatch them.
+# tests/test_flow.py builds each with a live torch and checks it has neither.
+PARAMETERLESS_LAYERS = frozenset(
+    """Identity Flatten Unflatten ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh
+    Softmax Softmin LogSoftmax Softmax2d Softplus Softsign Hardtanh Hardswish Hardsigmoid LogSigmoid
+    Tanhshrink Softshrink Hardshrink Threshold GLU Dropout Dropout1d Dropout2d Dropout3d AlphaDropout
+    FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
+    AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d
+    LPPool2d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle
+    ChannelShuffle ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d
+    ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+    CircularPad1d CircularPad2d CircularPad3d CosineSimilarity PairwiseDistance Fold Unfold""".split()
+)
+
+
+def parameterless(info: object) -> bool:
+    """A module value's class (``torch.nn.SiLU``) holds no parameter: see PARAMETERLESS_LAYERS."""
+    if not isinstance(info, str) or not info.startswith(NN_PREFIXES):
+        return False
+    return info.rsplit(".", 1)[-1] in PARAMETERLESS_LAYERS
+
+
 NORM_LAYERS = re.compile(r"^(BatchNorm\dd|SyncBatchNorm|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|LocalResponseNorm)$")
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = re.compile(

@@ -35,6 +35,7 @@ TOKENIZER = "tokenizer"
 TUPLE = "tuple"  # a tuple whose items are known (``model, opt = accelerator.prepare(model, opt)``)
 MAPPING = "mapping"  # a dict literal: ``{"fp16": torch.float16, ...}[args.precision]``
 CLASS = "class"  # a user-defined class (calling it makes an instance)
+MAYBE_AUTOCAST = "maybe"  # a module's forward may run under autocast: its precision is set elsewhere
 INSTANCE = "instance"  # an instance of a user-defined class that is not an nn.Module
 UNKNOWN = "unknown"
 
@@ -98,7 +99,8 @@ class Value:
     module, an OptimizerInfo, the enabled flag of a scaler). ``items``: tuple members;
     ``element``: what indexing a mapping/batch gives. ``autocast``: the effective dtype of the
     autocast region that produced this tensor (None when produced outside autocast); on a module,
-    the region a framework runs its forward in (``accelerator.prepare`` under mixed precision).
+    the region a framework runs its forward in (``accelerator.prepare`` under mixed precision;
+    ``MAYBE_AUTOCAST`` when the framework's precision is not known here, so neither is the region).
     ``parts``: on a module, (dtype, Origin) pairs of the low dtypes some of its submodules keep
     beyond ``dtypes`` (an ``nn.PReLU(..., dtype=torch.float16)`` inside a float32 block); a
     whole-model cast drops them.
