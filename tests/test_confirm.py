@@ -302,6 +302,9 @@ def test_not_reached_needs_gpu_stop_after_steps_and_module_form(tmp_path):
     package = tmp_path / "app"
     package.mkdir()
     (package / "__init__.py").write_text("")
+    # A project that still supports torch < 2.3, where DTL203's bf16 refusal is real, and has
+    # torch.amp.autocast (2.0), DTL201's replacement (issue 21).
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
     _write(
         package,
         "train.py",
@@ -310,7 +313,7 @@ def test_not_reached_needs_gpu_stop_after_steps_and_module_form(tmp_path):
 
 
         def never_called():
-            return torch.cuda.amp.GradScaler()
+            return torch.cuda.amp.autocast()
 
 
         model = torch.nn.Linear(4, 1).cuda()

@@ -70,17 +70,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _static_check(program, args):
     """(files, findings, findings the baseline hides, settings)."""
+    import os
+
     from dtype_lint.config import load_settings, with_overrides
     from dtype_lint.engine import check_files
     from dtype_lint.runtime.program import program_files
     from dtype_lint.runtime.verdicts import absolute
+    from dtype_lint.targets import with_project_targets
 
     files = program_files(program)
     settings = load_settings(files[0] if files else program.root, args.config)
     settings = with_overrides(settings, select=args.select, ignore=args.ignore)
     # the program's files as one program, as ``check`` does: a checkpoint saved in one function (or
     # file) and loaded in another is a project finding (project/)
-    reports = check_files([(path, path) for path in files], settings, 1, project=True)
+    # each file with the versions its project declares, as ``check`` reads them (targets.py)
+    reports = check_files([(path, path) for path in files], settings, 1, project=True,
+                          settings_for=lambda path: with_project_targets(settings, os.path.dirname(os.path.abspath(path))))
     all_findings = [absolute(f) for report in reports for f in report.findings]
     baseline = args.baseline or settings.baseline
     if not baseline:
