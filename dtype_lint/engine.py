@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
-import functools
 import gc
 import os
 import sys
@@ -17,6 +15,7 @@ import libcst as cst
 from dtype_lint.config import Settings
 from dtype_lint.errors import describe
 from dtype_lint.findings import Confidence, Finding, sort_findings
+from dtype_lint.memory import REPARSE_FOR_SUMMARY, RETURN_FREED_MEMORY, cyclic_gc_paused, return_freed_memory
 from dtype_lint.parsing import parse_in_slices, statement_starts
 from dtype_lint.pool import run_pool
 from dtype_lint.prefilter import code_words, rules_for, words_of_source
@@ -160,7 +159,8 @@ def check_text(
     the project pass's summary of the file; ``worlds``: check its classes under these precision
     worlds (see dtype_lint/project/)."""
     # CPython's tree serves both the rules' prefilter and the project summary: parsed once, except
-    # for a big file, whose tree is not held through libcst's parse (see _check_text).
+    # for a big file, whose tree is not held through libcst's parse: it is handed to _check_text
+    # (which drops it) and parsed again for the summary.
     parsed = _python_parse(text, path)
     summary_tree = parsed[0] if summarize and len(text) < REPARSE_FOR_SUMMARY else None
     handed = [parsed]
@@ -178,11 +178,12 @@ def check_text(
                 flow_calls.clear()
 
         observe = record_calls
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         report = _check_text(text, path, settings, prefilter, use_noqa, worlds, handed, results if summarize else None,
                              observe)
-        if len(text) >= RETURN_PARSER_MEMORY:
+        if len(text) >= RETURN_FREED_MEMORY:
             gc.collect()  # the file's tree and facts (held in cycles) go before the summary's tree comes
+            return_freed_memory()
         if summarize:
             from dtype_lint.project.summary import summarize_tree
 
@@ -190,8 +191,8 @@ def check_text(
                 summary_tree = _python_parse(text, path)[0]
             report.summary = summarize_tree(summary_tree, text, flow_calls)
             del summary_tree
-        if results and report.summary.get("functions") is not None:
-            report.summary = {**report.summary, "results": results}
+            if results and report.summary.get("functions") is not None:
+                report.summary = {**report.summary, "results": results}
     return report
 
 
@@ -228,8 +229,8 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
         return _finish(path, text, findings, [], settings, use_noqa)
     try:
         module, skipped = parse_in_slices(text, statements)
-        if len(text) >= RETURN_PARSER_MEMORY:
-            _return_freed_memory()
+        if len(text) >= RETURN_FREED_MEMORY:
+            return_freed_memory()
         if want_parse_errors:
             findings.extend(
                 _parse_error(path, f"a statement of {length // 1000:,} KB is too large to analyse (skipped; the"
@@ -278,48 +279,6 @@ def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, resul
     if not failed:  # a rule that failed may have used a comment
         findings += _unused_noqa(suppressions, settings, path, enabled)
     return _finish(path, text, findings, errors, settings, use_noqa)
-
-
-# A file this big (bytes of text) is parsed by CPython a second time for its project summary rather
-# than holding that tree (about 70 bytes per byte) through libcst's parse.
-REPARSE_FOR_SUMMARY = 200_000
-# After parsing a file this big, the memory libcst's native parser freed (about 250 bytes per byte
-# of source, in the C heap) is handed back to the system, so the analysis does not pile on top.
-RETURN_PARSER_MEMORY = 100_000
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused():
-    """No cyclic garbage collection while one file is checked: its trees and facts are hundreds of
-    thousands of long-lived objects that every collection would scan again (a third of the time of
-    a 1 MB file). What the check leaves behind is collected when the next collection comes."""
-    if not gc.isenabled():  # nested (a fix re-checks), or the caller's choice
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _return_freed_memory() -> None:
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None elsewhere (macOS, musl: the memory is then only reused)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 def _unused_noqa(suppressions: FileSuppressions, settings: Settings, path: str, enabled: set[str]) -> list[Finding]:
