@@ -152,11 +152,11 @@ def _depth_exceeds(node: ast.AST, limit: int) -> bool:
 
 def check_text(
     text: str, path: str, settings: Settings, *, prefilter: bool = True, use_noqa: bool = True,
-    summarize: bool = False, worlds: dict | None = None,
+    summarize: bool = False, worlds: dict | None = None, only: frozenset[str] | None = None,
 ) -> FileReport:
     """Check one file's text. Never raises for anything the file contains. ``summarize``: attach
     the project pass's summary of the file; ``worlds``: check its classes under these precision
-    worlds (see dtype_lint/project/)."""
+    worlds (see dtype_lint/project/); ``only``: run just the enabled rules with these codes."""
     # CPython's tree serves both the rules' prefilter and the project summary: parsed once, except
     # for a big file, whose tree is not held through libcst's parse (see _check_text).
     parsed = _python_parse(text, path)
@@ -178,7 +178,7 @@ def check_text(
         observe = record_calls
     with _cyclic_gc_paused():
         report = _check_text(text, path, settings, prefilter, use_noqa, worlds, handed, results if summarize else None,
-                             observe)
+                             observe, only)
         if len(text) >= RETURN_PARSER_MEMORY:
             gc.collect()  # the file's tree and facts (held in cycles) go before the summary's tree comes
         if summarize:
@@ -193,13 +193,16 @@ def check_text(
     return report
 
 
-def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None, observe=None) -> FileReport:
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None, observe=None,
+                only=None) -> FileReport:
     """``results``: filled with what the file's functions return (project/results.py), when given;
     ``observe``: called with the file's context after its rules ran (project/call_sites.py)."""
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
     rules = enabled_rules(settings, path)
+    if only is not None:
+        rules = [rule for rule in rules if rule.code in only]
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
     tree, problem = parsed.pop()  # handed over: dropped below, before libcst parses
