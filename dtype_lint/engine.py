@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
+from dtype_lint.ast_children import child_nodes
 from dtype_lint.config import Settings
 from dtype_lint.errors import describe
 from dtype_lint.findings import Confidence, Finding, sort_findings
@@ -116,7 +117,7 @@ def _too_deep(tree: ast.Module, text: str) -> ast.AST | None:
     containers: list[ast.AST] = [tree]
     while containers:
         container = containers.pop()
-        for child in ast.iter_child_nodes(container):
+        for child in child_nodes(container):
             # Statements, and nodes without a position (arguments, withitem, comprehension), hold
             # the expressions to measure.
             if isinstance(child, ast.stmt) or getattr(child, "end_lineno", None) is None:
@@ -146,7 +147,7 @@ def _depth_exceeds(node: ast.AST, limit: int) -> bool:
             # the first two values are as deep as the innermost operation, each later one a level less
             stack.extend((value, depth + count - max(index, 1)) for index, value in enumerate(current.values))
             continue
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+        stack.extend([(child, depth + 1) for child in child_nodes(current)])
     return False
 
 

@@ -88,3 +88,18 @@ def test_generated_child_getters_list_every_syntax_child_in_order():
             kinds.add(type(node))
             assert [id(c) for c in child_nodes(node)] == [id(c) for c in _children_field_by_field(node)]
     assert len(kinds) > 60
+
+
+def test_ast_child_getters_match_iter_child_nodes():
+    # the walks over CPython's tree (prefilter, depth guard, project summary) read children through
+    # functions generated per node class (ast_children.py): the same nodes, in the same order
+    import ast
+
+    from dtype_lint.ast_children import child_nodes
+
+    kinds = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            kinds.add(type(node))
+            assert child_nodes(node) == list(ast.iter_child_nodes(node))
+    assert len(kinds) > 50
