@@ -15,9 +15,10 @@ Measured:
 - ``dtype-lint --version`` and a pre-commit-sized run (5 files, no cache);
 - TorchFix (installed into its own venv under benchmarks/.work/) on the same files.
 
-The corpus is the pinned sdists of ``benchmarks/corpus.py``; it is git-ignored, so discovery runs
-with ``GIT_CEILING_DIRECTORIES`` set to keep the enclosing repository's ignore rules out of it, and
-with an empty config file so that this project's own ``[tool.dtype-lint]`` does not apply.
+The corpus is the pinned sdists of ``benchmarks/corpus.py``; it is git-ignored, so corpus.py marks
+it as a work tree of its own (an empty ``.git`` folder) to keep the enclosing repository's ignore
+rules out of discovery, and the checks run with an empty config file so that this project's own
+``[tool.dtype-lint]`` does not apply.
 """
 
 from __future__ import annotations
@@ -42,15 +43,16 @@ sys.path.insert(0, str(HERE))
 
 from corpus import CORPUS, ensure_corpus  # noqa: E402
 
-# Runs a command; prints its wall time and the peak RSS (KiB) of the largest process it started.
+# Runs a command; prints its wall time, the CPU time (user + system) of every process it started
+# (pool workers included: they are waited for), and the peak RSS (KiB) of the largest one.
 WRAPPER = r"""
 import json, resource, subprocess, sys, time
 out, err = open(sys.argv[1], "wb"), open(sys.argv[2], "wb")
 start = time.perf_counter()
 code = subprocess.run(sys.argv[3:], stdout=out, stderr=err).returncode
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "rc": code, "peak_kib": peak}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rc": code, "peak_kib": usage.ru_maxrss}))
 """
 
 # The baseline: parse every file with libcst, one process, and nothing else.
@@ -81,8 +83,8 @@ def measure(command: list[str], *, cwd: Path, env: dict[str, str], label: str) -
     )
     figures = json.loads(result.stdout)
     figures["stdout"], figures["stderr"] = stdout, stderr
-    print(f"  {label:<24} {figures['wall']:8.2f} s   peak {figures['peak_kib'] / 1024:7.1f} MiB   rc {figures['rc']}",
-          flush=True)
+    print(f"  {label:<24} {figures['wall']:8.2f} s   cpu {figures['cpu']:8.2f} s   "
+          f"peak {figures['peak_kib'] / 1024:7.1f} MiB   rc {figures['rc']}", flush=True)
     return figures
 
 
@@ -94,7 +96,7 @@ def dtype_lint_env(cache_dir: Path) -> dict[str, str]:
     return env
 
 
-def discovered_files(trees: list[str], env: dict[str, str], config: Path) -> list[str]:
+def discovered_files(trees: list[str], env: dict[str, str], config: Path, cwd: Path = CORPUS) -> list[str]:
     """The files dtype-lint checks, as its own discovery finds them (display paths)."""
     script = (
         "import sys, json\n"
@@ -103,7 +105,7 @@ def discovered_files(trees: list[str], env: dict[str, str], config: Path) -> lis
         f"settings = load_settings('.', {str(config)!r})\n"
         "print(json.dumps([display for display, _ in discover(sys.argv[1:], settings)]))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script, *trees], cwd=CORPUS, env=env,
+    result = subprocess.run([sys.executable, "-c", script, *trees], cwd=cwd, env=env,
                             capture_output=True, text=True, check=True)
     return json.loads(result.stdout)
 

@@ -61,7 +61,15 @@ def _unpack(archive: Path) -> Path:
 def ensure_corpus() -> list[Path]:
     """The unpacked source trees, fetching what is missing."""
     CORPUS.mkdir(parents=True, exist_ok=True)
+    mark_own_tree(CORPUS)
     return [_unpack(_download(name, version)) for name, version in PINNED.items()]
+
+
+def mark_own_tree(directory: Path) -> None:
+    """Make ``directory`` a work tree of its own for dtype-lint's discovery (gitignore.py): an empty
+    ``.git`` folder. Otherwise the enclosing repository's ``.gitignore``, which lists
+    ``benchmarks/corpus/``, would hide every corpus file from ``dtype-lint check``."""
+    (directory / ".git").mkdir(exist_ok=True)
 
 
 def python_files(trees: list[Path]) -> list[Path]:

@@ -45,25 +45,28 @@ class FileContext:
         and ParentNodeProvider rebuild every node and cost more than the parse): each node's
         parent, and the walk itself as ``(node, entering)`` events, which the runner replays
         instead of walking again. Whitespace and punctuation are left out."""
-        from dtype_lint.facts.training import child_nodes
+        from dtype_lint.facts.training import CHILD_GETTERS
 
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
         events: list[tuple[cst.CSTNode, bool]] = []
         append = events.append
         leave = object()
         stack: list = [self.module]
+        pop, push, extend = stack.pop, stack.append, stack.extend
         while stack:
-            node = stack.pop()
+            node = pop()
             if node is leave:
-                append((stack.pop(), False))
+                append((pop(), False))
                 continue
             append((node, True))
-            stack.append(node)
-            stack.append(leave)
-            children = child_nodes(node)
-            for child in children:
-                parents[child] = node
-            stack.extend(reversed(children))
+            push(node)
+            push(leave)
+            children = CHILD_GETTERS[type(node)](node)
+            if children:
+                for child in children:
+                    parents[child] = node
+                children.reverse()
+                extend(children)
         return parents, events
 
     @functools.cached_property

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
+from dtype_lint.ast_children import child_nodes
 from dtype_lint.config import Settings
 from dtype_lint.errors import describe
 from dtype_lint.findings import Confidence, Finding, sort_findings
@@ -117,7 +118,7 @@ def _too_deep(tree: ast.Module, text: str) -> ast.AST | None:
     containers: list[ast.AST] = [tree]
     while containers:
         container = containers.pop()
-        for child in ast.iter_child_nodes(container):
+        for child in child_nodes(container):
             # Statements, and nodes without a position (arguments, withitem, comprehension), hold
             # the expressions to measure.
             if isinstance(child, ast.stmt) or getattr(child, "end_lineno", None) is None:
@@ -147,17 +148,17 @@ def _depth_exceeds(node: ast.AST, limit: int) -> bool:
             # the first two values are as deep as the innermost operation, each later one a level less
             stack.extend((value, depth + count - max(index, 1)) for index, value in enumerate(current.values))
             continue
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+        stack.extend([(child, depth + 1) for child in child_nodes(current)])
     return False
 
 
 def check_text(
     text: str, path: str, settings: Settings, *, prefilter: bool = True, use_noqa: bool = True,
-    summarize: bool = False, worlds: dict | None = None,
+    summarize: bool = False, worlds: dict | None = None, only: frozenset[str] | None = None,
 ) -> FileReport:
     """Check one file's text. Never raises for anything the file contains. ``summarize``: attach
     the project pass's summary of the file; ``worlds``: check its classes under these precision
-    worlds (see dtype_lint/project/)."""
+    worlds (see dtype_lint/project/); ``only``: run just the enabled rules with these codes."""
     # CPython's tree serves both the rules' prefilter and the project summary: parsed once, except
     # for a big file, whose tree is not held through libcst's parse: it is handed to _check_text
     # (which drops it) and parsed again for the summary.
@@ -180,7 +181,7 @@ def check_text(
         observe = record_calls
     with cyclic_gc_paused():
         report = _check_text(text, path, settings, prefilter, use_noqa, worlds, handed, results if summarize else None,
-                             observe)
+                             observe, only)
         if len(text) >= RETURN_FREED_MEMORY:
             gc.collect()  # the file's tree and facts (held in cycles) go before the summary's tree comes
             return_freed_memory()
@@ -196,13 +197,16 @@ def check_text(
     return report
 
 
-def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None, observe=None) -> FileReport:
+def _check_text(text, path, settings, prefilter, use_noqa, worlds, parsed, results=None, observe=None,
+                only=None) -> FileReport:
     """``results``: filled with what the file's functions return (project/results.py), when given;
     ``observe``: called with the file's context after its rules ran (project/call_sites.py)."""
     from dtype_lint.context import FileContext
     from dtype_lint.runner import run_rules
 
     rules = enabled_rules(settings, path)
+    if only is not None:
+        rules = [rule for rule in rules if rule.code in only]
     want_parse_errors = settings.is_selected(PARSE_ERROR, path)
     findings: list[Finding] = []
     tree, problem = parsed.pop()  # handed over: dropped below, before libcst parses

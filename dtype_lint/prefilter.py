@@ -27,6 +27,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Iterable
 
+from dtype_lint.ast_children import GETTERS as CHILD_GETTERS
+
 if TYPE_CHECKING:
     from dtype_lint.rules.base import Rule
 
@@ -58,6 +60,7 @@ def code_words(tree: ast.AST) -> CodeWords:
     """The code words of a parsed file (see the module's doc)."""
     words: set[str] = set()
     add = words.add
+    children = CHILD_GETTERS
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -99,7 +102,7 @@ def code_words(tree: ast.AST) -> CodeWords:
         elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
             if node.name:
                 add(node.name)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children[kind](node))
     return CodeWords(words)
 
 

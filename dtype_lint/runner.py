@@ -46,17 +46,28 @@ class _Dispatcher:
         cannot hit Python's recursion limit), and keeps ``ctx.ancestors`` (the nodes above the
         current one) up to date. libcst's own visitor rebuilds every node on the way back up and
         cost about as much as the parse."""
-        visit_hooks, leave_hooks, call = self._visit, self._leave, self._call
+        call = self._call
+        # node class -> its hooks (None when it has none), looked up by name once per class
+        visit_hooks: dict[type, list | None] = {}
+        leave_hooks: dict[type, list | None] = {}
         ancestors = self.ctx.ancestors
+        push, pop = ancestors.append, ancestors.pop
         for node, entering in self.ctx.walk_events():
+            kind = type(node)
             if entering:
-                hooks = visit_hooks.get(type(node).__name__)
+                try:
+                    hooks = visit_hooks[kind]
+                except KeyError:
+                    hooks = visit_hooks[kind] = self._visit.get(kind.__name__)
                 if hooks:
                     call(hooks, node)
-                ancestors.append(node)
+                push(node)
             else:
-                ancestors.pop()
-                hooks = leave_hooks.get(type(node).__name__)
+                pop()
+                try:
+                    hooks = leave_hooks[kind]
+                except KeyError:
+                    hooks = leave_hooks[kind] = self._leave.get(kind.__name__)
                 if hooks:
                     call(hooks, node)
 

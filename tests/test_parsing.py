@@ -61,3 +61,45 @@ def test_real_syntax_errors_keep_cpythons_message():
 
     report = check_text("def broken(:\n    pass\n", "m.py", Settings())
     assert [(f.code, f.message) for f in report.findings] == [("DTL001", "Cannot check this file: syntax error: invalid syntax")]
+
+
+def _children_field_by_field(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """What ``child_nodes`` must return, spelled out: the syntax fields in source order."""
+    from dtype_lint.facts.training import _node_fields
+
+    found = []
+    for name in _node_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, (list, tuple)):
+            found.extend(value)
+        elif isinstance(value, cst.CSTNode):
+            found.append(value)
+    return found
+
+
+def test_generated_child_getters_list_every_syntax_child_in_order():
+    # child_nodes runs a function generated per node class (training.CHILD_GETTERS): it must
+    # agree with reading the fields one by one, for every kind of node in these files
+    from dtype_lint.facts.training import child_nodes, walk
+
+    kinds = set()
+    for path in SOURCES:
+        for node in walk(parse_module(path.read_text(encoding="utf-8")), into_definitions=True):
+            kinds.add(type(node))
+            assert [id(c) for c in child_nodes(node)] == [id(c) for c in _children_field_by_field(node)]
+    assert len(kinds) > 60
+
+
+def test_ast_child_getters_match_iter_child_nodes():
+    # the walks over CPython's tree (prefilter, depth guard, project summary) read children through
+    # functions generated per node class (ast_children.py): the same nodes, in the same order
+    import ast
+
+    from dtype_lint.ast_children import child_nodes
+
+    kinds = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            kinds.add(type(node))
+            assert child_nodes(node) == list(ast.iter_child_nodes(node))
+    assert len(kinds) > 50

@@ -1016,3 +1016,28 @@ def test_a_failing_project_pass_keeps_the_file_findings_and_reports_an_internal_
     (report,) = engine.check_files([("a.py", str(tmp_path / "a.py"))], Settings(), jobs=1, project=True)
     assert [f.code for f in report.findings] == ["DTL101"]
     assert report.internal_errors == ["internal error in the project pass: AttributeError: boom"]
+
+
+def test_recheck_runs_only_the_rules_whose_findings_it_can_keep(monkeypatch):
+    # rules_that_count() narrows the re-check to the codes _in_world and the calling contexts
+    # accept: running every rule must add nothing on any project fixture
+    def check_all(everything: bool):
+        if everything:
+            monkeypatch.setattr(recheck, "rules_that_count", lambda file_worlds: None)
+        found = {}
+        for folder in FOLDERS:
+            reports = engine.check_files(_files(folder), Settings(), jobs=1, project=True, data=_data(folder))
+            found[folder.name] = [(r.path, f.to_json()) for r in reports for f in r.findings]
+        return found
+
+    narrowed = check_all(everything=False)
+    assert narrowed == check_all(everything=True)
+    assert any(narrowed.values())
+
+
+def test_recheck_rules_follow_what_the_file_is_told():
+    from dtype_lint.project.seeding import FileWorlds
+
+    assert recheck.rules_that_count(FileWorlds(classes={}, returned={}, values={"f": ()})) == recheck.VALUE_RULES
+    assert recheck.rules_that_count(FileWorlds(classes={}, returned={}, config={"py:cfg.fp16": []})) is None
+    assert recheck.rules_that_count(FileWorlds(classes={}, returned={})) == frozenset()

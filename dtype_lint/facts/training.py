@@ -85,30 +85,48 @@ def _node_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
-_IS_NODE_TYPE: dict[type, bool] = {}
+class _IsNodeType(dict):
+    """node class -> whether it is a libcst node, computed once per class
+    (isinstance(value, cst.CSTNode) goes through ABCMeta and dominated the walks' cost)."""
+
+    def __missing__(self, kind: type) -> bool:
+        known = self[kind] = isinstance(kind, type) and issubclass(kind, cst.CSTNode)
+        return known
 
 
-def _is_node_type(kind: type) -> bool:
-    # isinstance(value, cst.CSTNode) goes through ABCMeta and dominated the walks' cost.
-    known = _IS_NODE_TYPE.get(kind)
-    if known is None:
-        known = _IS_NODE_TYPE[kind] = isinstance(kind, type) and issubclass(kind, cst.CSTNode)
-    return known
+_IS_NODE_TYPE = _IsNodeType()
+
+
+class _ChildGetters(dict):
+    """node class -> a function listing a node's syntax children, generated once per class from
+    its fields (no loop over field names, no getattr by name: the walks' inner loop)."""
+
+    def __missing__(self, kind: type):
+        lines = ["def children(node):", "    found = []"]
+        for name in _node_fields(kind):
+            lines += [
+                f"    value = node.{name}",
+                "    kind = type(value)",
+                "    if kind is list or kind is tuple:",
+                "        found.extend(value)  # sequence fields hold only nodes",
+                "    elif is_node[kind]:",
+                "        found.append(value)",
+            ]
+        lines.append("    return found")
+        namespace = {"is_node": _IS_NODE_TYPE}
+        exec("\n".join(lines), namespace)  # noqa: S102 - field names of libcst's own classes
+        getter = self[kind] = namespace["children"]
+        return getter
+
+
+CHILD_GETTERS = _ChildGetters()
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The syntax children of ``node`` (no whitespace or punctuation) in source order (the order
     libcst's visitors see them), read from its fields: much cheaper than ``node.children``, which
-    rebuilds the node through a visitor."""
-    found: list[cst.CSTNode] = []
-    for name in _node_fields(type(node)):
-        value = getattr(node, name)
-        kind = type(value)
-        if kind is list or kind is tuple:
-            found.extend(value)  # sequence fields hold only nodes
-        elif _is_node_type(kind):
-            found.append(value)
-    return found
+    rebuilds the node through a visitor. A new list, the caller's to keep or change."""
+    return CHILD_GETTERS[type(node)](node)
 
 
 def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.CSTNode]:

@@ -340,11 +340,40 @@ def _recheck(task) -> tuple[list[Finding], list[str], list[str] | None, set[tupl
     return added, [], text.splitlines() if added else None, plain_unused - unused_noqa
 
 
+def rules_that_count(file_worlds: FileWorlds) -> frozenset[str] | None:
+    """The codes whose findings the re-check under ``file_worlds`` can keep (what ``_in_world``
+    and the calling contexts accept), so that no other rule runs; None: any code (a finding
+    found with the config settings the file reads is kept whatever its rule)."""
+    if file_worlds.config:
+        return None
+    codes: set[str] = set()
+    if file_worlds.parameters or file_worlds.returned:
+        codes |= WORLD_RULES | TRAINING_RULES
+    if file_worlds.classes:
+        codes |= WORLD_RULES | (TRAINING_RULES if any(w.trains for w in file_worlds.classes.values()) else set())
+    if file_worlds.functions or file_worlds.autocast or file_worlds.autocast_functions or file_worlds.arguments:
+        codes |= WORLD_RULES
+    if file_worlds.parts:
+        codes |= PART_RULES
+    if file_worlds.checkpoints is not None:
+        codes |= CHECKPOINT_RULES
+    if file_worlds.helpers:
+        codes |= HELPER_RULES
+    if file_worlds.values or file_worlds.argument_values:
+        codes |= VALUE_RULES
+    if file_worlds.built:
+        codes |= TRAINING_RULES | {"DTL301"}
+    if file_worlds.contexts:
+        codes |= CONTEXT_RULES
+    return frozenset(codes)
+
+
 def _check_under(text: str, display: str, settings, file_worlds: FileWorlds) -> tuple[list[Finding], list[str]]:
     from dtype_lint.engine import check_text
 
     try:
-        report = check_text(text, display, settings, prefilter=False, worlds=file_worlds)
+        report = check_text(text, display, settings, prefilter=False, worlds=file_worlds,
+                            only=rules_that_count(file_worlds))
     except Exception as error:  # noqa: BLE001 - reported, never a traceback
         return [], [f"{display}: internal error in the project pass: {type(error).__name__}: {error}"]
     return report.findings, report.internal_errors

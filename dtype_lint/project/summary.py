@@ -17,6 +17,7 @@ import ast
 from bisect import bisect_left, bisect_right
 
 from dtype_lint.facts.precision_sources import from_pretrained_params
+from dtype_lint.ast_children import GETTERS as CHILD_GETTERS
 from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
@@ -251,8 +252,10 @@ class Summarizer:
 
     def _scope_body(self, statements, scope: _Scope, owner: str | None, returns: set | None = None,
                     record: bool = True, nodes: list = (), defaults: dict | None = None) -> None:
+        # the nodes that bind, in order (a scope's nodes are all its expressions: filtered once)
+        binding = [node for node in nodes if type(node) in BINDING_NODES]
         for _ in range(2):  # twice: a name bound from a later-bound name in a loop
-            for node in nodes:
+            for node in binding:
                 if isinstance(node, ast.Assign):
                     pairs = _unpacked(node)
                     if pairs:  # ``model, ema = Net(), Net()``: item by item
@@ -270,7 +273,7 @@ class Summarizer:
                     self._assign(node.func.value, self._refs(node.args[-1], scope), scope)
         if returns is not None:
             for node in nodes:
-                if isinstance(node, ast.Return) and node.value is not None:
+                if type(node) is ast.Return and node.value is not None:
                     returns.update(self._refs(node.value, scope))
         if not record:
             return
@@ -768,6 +771,7 @@ def _short(text: str) -> str:
 
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+BINDING_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call})  # what _scope_body's bindings read
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -777,20 +781,21 @@ def _scoped_walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AS
     everything: list[ast.AST] = []
     scopes: dict[int, list[ast.AST]] = {id(tree): []}
     stack: list[tuple[ast.AST, list | None]] = [(child, scopes[id(tree)]) for child in tree.body]
+    getters = CHILD_GETTERS
     while stack:
         node, scope = stack.pop()
         everything.append(node)
         kind = type(node)
         if kind in SCOPES:
             inner = scopes[id(node)] = []
-            stack.extend((child, inner) for child in node.body)
-            stack.extend((child, scope) for child in (*node.decorator_list, node.args))
+            stack.extend([(child, inner) for child in node.body])
+            stack.extend([(child, scope) for child in (*node.decorator_list, node.args)])
             continue
         if scope is not None:
             scope.append(node)
         if kind is ast.ClassDef or kind is ast.Lambda:
             scope = None
-        stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+        stack.extend([(child, scope) for child in getters[kind](node)])
     return everything, scopes
 
 

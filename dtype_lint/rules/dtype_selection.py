@@ -11,7 +11,7 @@ import libcst as cst
 from dtype_lint.facts import config_values
 from dtype_lint.facts.amp import DTYPE_NAMES
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import training_facts
+from dtype_lint.facts.training import calls_in, training_facts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -375,18 +375,10 @@ class NoneDtypeCast(Rule):
 
 
 def _calls(statement: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            found.append(node)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    if isinstance(statement, cst.SimpleStatementLine):
-        statement.visit(_Collect())
-    return found
+    """The calls of a simple statement in source order (its lambdas' included)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return []
+    return list(calls_in(statement, into_definitions=True))
 
 
 # -- DTL605 ------------------------------------------------------------------------------------

@@ -166,15 +166,9 @@ class WeightDtypeFromArgs(Rule):
         return bool(self._accelerator_calls())
 
     def _accelerator_calls(self) -> list[cst.Call]:
-        found = []
-
-        class _Find(cst.CSTVisitor):
-            def visit_Call(inner, node: cst.Call) -> None:  # noqa: N805
-                if self.ctx.names.matches(node.func, *ACCELERATOR):
-                    found.append(node)
-
-        self.ctx.module.visit(_Find())
-        return found
+        # the context's one walk, in source order (a libcst visitor rebuilds every node it passes)
+        return [node for node in self.ctx.all_nodes
+                if isinstance(node, cst.Call) and self.ctx.names.matches(node.func, *ACCELERATOR)]
 
     def _flag_decides(self, flag: cst.Attribute) -> bool:
         """``Accelerator(mixed_precision=args.mixed_precision)`` with ``add_argument(

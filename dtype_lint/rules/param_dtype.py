@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
+from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid
@@ -141,14 +142,12 @@ class DtypeAgnosticFactory(CombiningRule):
         """Names the function reads tensor attributes of (``x.shape``, ``x.device``, ``x.dtype``...)."""
         cached = self._tensor_like.get(id(function))
         if cached is None:
-            cached = set()
-
-            class _Collect(cst.CSTVisitor):
-                def visit_Attribute(self, node: cst.Attribute) -> None:
-                    if isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_ATTRIBUTES:
-                        cached.add(node.value.value)
-
-            function.visit(_Collect())
+            # a field walk: a libcst visitor rebuilds every node it passes
+            cached = {
+                node.value.value for node in walk(function, into_definitions=True)
+                if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                and node.attr.value in _TENSOR_ATTRIBUTES
+            }
             self._tensor_like[id(function)] = cached
         return cached
 
