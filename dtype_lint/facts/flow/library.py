@@ -104,6 +104,15 @@ LOWERING_LAYERS = re.compile(r"^(Linear|LazyLinear|Bilinear|Conv\dd|ConvTranspos
 LOWERING_FUNCTIONS = frozenset({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                                 "conv_transpose3d", "matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "einsum",
                                 "mv", "addmv", "chain_matmul", "prelu", "scaled_dot_product_attention"})
+# torch.nn layers without weights whose output has the input's dtype, also under autocast (softmax,
+# softplus and upsampling are left out: CUDA autocast runs some of them in float32).
+PARAMETERLESS_LAYERS = re.compile(
+    r"^(Dropout(\dd)?|AlphaDropout|FeatureAlphaDropout|Identity|Flatten|Unflatten|ReLU6?|LeakyReLU|RReLU|ELU|SELU|CELU|"
+    r"GELU|SiLU|Mish|Sigmoid|Tanh|Hardtanh|Hardswish|Hardsigmoid|Softsign|Tanhshrink|Softshrink|Hardshrink|"
+    r"LogSigmoid|Threshold|GLU|(Max|Avg|AdaptiveMax|AdaptiveAvg|LP|FractionalMax)Pool\dd|"
+    r"PixelShuffle|PixelUnshuffle|ChannelShuffle|"
+    r"(Zero|Constant|Reflection|Replication|Circular)Pad\dd|Fold|Unfold)$"
+)
 NORM_LAYERS = re.compile(r"^(BatchNorm\dd|SyncBatchNorm|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|LocalResponseNorm)$")
 # Base classes that make a user class an nn.Module.
 MODULE_BASES = re.compile(

@@ -101,7 +101,9 @@ class Value:
     the region a framework runs its forward in (``accelerator.prepare`` under mixed precision).
     ``parts``: on a module, (dtype, Origin) pairs of the low dtypes some of its submodules keep
     beyond ``dtypes`` (an ``nn.PReLU(..., dtype=torch.float16)`` inside a float32 block); a
-    whole-model cast drops them.
+    whole-model cast drops them. ``keys``: on a mapping whose keys are known strings (a dict
+    literal, ``dict(a=x)``, a function's ``**kwargs``), the key of each of ``items``. On a torch.nn
+    container (``nn.Sequential``, ``nn.ModuleList``), ``items`` are its layers in order.
     """
 
     kind: str = UNKNOWN
@@ -115,6 +117,7 @@ class Value:
     element: "Value | None" = None
     autocast: str | None = None
     parts: tuple = ()
+    keys: tuple | None = None
 
     # -- questions rules ask --------------------------------------------------------------------
     @property
@@ -199,13 +202,15 @@ def join(a: Value | None, b: Value | None) -> Value | None:
         return known if known.partial or not known.dtypes else dataclasses.replace(known, partial=True)
     if a == b:
         return a
+    if a.kind == b.kind == "tuple" and (_empty(a) or _empty(b)):
+        return b if _empty(a) else a  # a list that may still be empty adds no item of its own
     kind = a.kind if a.kind == b.kind else (b.kind if a.kind == UNKNOWN else a.kind if b.kind == UNKNOWN else UNKNOWN)
     dtypes = a.dtypes | b.dtypes
     partial = a.partial or b.partial or not a.dtypes or not b.dtypes
     seen = {d for d, _ in a.origins}
     origins = a.origins + tuple((d, o) for d, o in b.origins if d not in seen)
     items = None
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items) and a.keys == b.keys:
         items = tuple(join(x, y) for x, y in zip(a.items, b.items))
     return Value(
         kind=kind,
@@ -219,7 +224,12 @@ def join(a: Value | None, b: Value | None) -> Value | None:
         element=join(a.element, b.element) if (a.element is not None or b.element is not None) else None,
         autocast=a.autocast if a.autocast == b.autocast else None,
         parts=merge_parts(a.parts, b.parts),
+        keys=a.keys if items is not None else None,
     )
+
+
+def _empty(value: Value) -> bool:
+    return value.items == () and value.element is None
 
 
 def merge_parts(*groups) -> tuple:
