@@ -12,6 +12,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
+from dtype_lint.facts.flow.values import EntryOrigin
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import walk
@@ -818,9 +819,12 @@ class NumpyFloat64Leak(Rule):
     returns (the default collate keeps a NumPy array's float64), and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
     (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
-    passed to a head's constructor). A loss given float64 class weights is reported where it is
-    called, where it raises, the message naming where the weights come from (the helper that
-    built them may be far away); a loss this file never calls, at its `weight=`.
+    passed to a head's constructor). The finding is where the NumPy data becomes a tensor
+    (`torch.from_numpy`, `torch.tensor`, `torch.as_tensor`) when that is in the file, since that
+    is the line to change, once per conversion, the message naming the line where the float64
+    tensor fails; else at that line (a batch of a `DataLoader`, a helper of another file). A
+    loss given float64 class weights built elsewhere is reported where it is called, where it
+    raises; a loss this file never calls, at its `weight=`.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -844,7 +848,8 @@ class NumpyFloat64Leak(Rule):
     ```
 
     ## Fix safety
-    Unsafe: the fix appends `.float()` at the call, which drops float64 precision.
+    Unsafe: the fix appends `.float()` where the data becomes a tensor (or, for a tensor made
+    elsewhere, at the call), which drops float64 precision.
     """
 
     code = "DTL105"
@@ -863,7 +868,7 @@ class NumpyFloat64Leak(Rule):
     invalid = (
         Invalid(
             "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
-            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x.float())\n",
+            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8)).float()\nmodel(x)\n",
         ),
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
@@ -915,8 +920,8 @@ class NumpyFloat64Leak(Rule):
         if leak is None or not others:
             return True
         (leak_node, value), (other_node, other) = leak, others[0]
-        self.report(
-            leak_node,
+        self._report_leak(
+            leak_node, value,
             f"`{code(self.ctx, leak_node)}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) "
             f"and meets `{code(self.ctx, other_node)}`, {dtype_phrase(other)}, in `{op}`, which does not promote: "
             f"expected m1 and m2 to have the same dtype, but got: double != "
@@ -929,6 +934,27 @@ class NumpyFloat64Leak(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._weights: list[tuple[cst.Arg, Value, str]] = []  # float64 class weights given to a loss
         self._loss_calls: list[tuple[cst.Call, cst.BaseExpression, Value]] = []  # calls of such a loss
+        self._entries: set[int] = set()  # conversions already reported
+
+    def _report_leak(self, use: cst.CSTNode, value: Value, message: str, *, confidence: Confidence,
+                     fix: Fix | None = None) -> None:
+        """Where the float64 NumPy data became a tensor when that is in this file (the line the fix
+        changes: ``torch.from_numpy(a.astype(np.float32))``), once per conversion, naming the use;
+        else at the use."""
+        entry = value.origin_of(FP64)
+        if not isinstance(entry, EntryOrigin):
+            self.report(use, message, confidence=confidence, fix=fix)
+            return
+        if id(entry.entry) in self._entries:
+            return
+        self._entries.add(id(entry.entry))
+        line = self.ctx.position(use).start.line
+        self.report(
+            entry.entry,
+            f"`{code(self.ctx, entry.entry)}` makes a float64 tensor of NumPy data that reaches line {line}: {message}",
+            confidence=confidence,
+            fix=Fix(Safety.UNSAFE, (suffix_edit(self, entry.entry, ".float()"),), "convert to float32 where it enters"),
+        )
 
     def _check_loss_weight(self, node: cst.Call) -> bool:
         """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
@@ -955,8 +981,8 @@ class NumpyFloat64Leak(Rule):
             fix = None
             if given is not None:
                 fix = Fix(Safety.UNSAFE, (suffix_edit(self, given[0].value, ".float()"),), "cast the weights to float32")
-            self.report(
-                call,
+            self._report_leak(
+                call, weight,
                 f"`{code(self.ctx, loss_node)}` was given float64 class weights{where} "
                 f"({weight.since(FP64).replace('since ', 'from NumPy at ')}): calling it on float32 (or half) logits "
                 f"fails with 'expected scalar type Float but found Double'; build the weights with "
@@ -967,8 +993,8 @@ class NumpyFloat64Leak(Rule):
         for arg, value, loss in self._weights:
             if id(value.origin_of(FP64)) in called:
                 continue
-            self.report(
-                arg.value,
+            self._report_leak(
+                arg.value, value,
                 f"the class weights `{code(self.ctx, arg.value)}` are float64 "
                 f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
                 f"logits fails with 'expected scalar type Float but found Double'; build them with "
@@ -1000,8 +1026,8 @@ class NumpyFloat64Leak(Rule):
             ]
             if not others:
                 return
-            self.report(
-                arg.value,
+            self._report_leak(
+                arg.value, value,
                 f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) and meets a "
                 f"{others[0].describe()} tensor in `{loss}`: the loss is silently computed in float64 "
                 f"(or fails in backward); convert the array with `.astype(np.float32)`",
@@ -1028,8 +1054,8 @@ class NumpyFloat64Leak(Rule):
             confidence = Confidence.HIGH
         else:
             confidence = Confidence.LOW if module.info else Confidence.MEDIUM
-        self.report(
-            arg.value,
+        self._report_leak(
+            arg.value, value,
             f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",

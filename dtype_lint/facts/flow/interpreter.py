@@ -22,7 +22,7 @@ from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
-    Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
+    EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
@@ -1795,7 +1795,7 @@ class Interpreter:
             if attr == "from_numpy":
                 data = self._first_argument(node)
                 if data is not None and data.kind == NUMPY:
-                    return data.replace(kind=TENSOR, role=None)
+                    return self._entered(data, node)
                 return make(TENSOR)
             if attr in lib.TORCH_PROMOTING:
                 return self._promote_sequence(node)
@@ -1836,9 +1836,24 @@ class Interpreter:
         if category is not None:
             return make(TENSOR, (self.default_float if category == FP32 else category,), self.origin(node))
         data = self._current.get(id(data_arg.value))
-        if data is not None and data.kind in (NUMPY, TENSOR):
+        if data is not None and data.kind == NUMPY:
+            return self._entered(data, node).replace(autocast=None)
+        if data is not None and data.kind == TENSOR:
             return data.replace(kind=TENSOR, role=None, autocast=None)
         return None
+
+    def _entered(self, data: Value, node: cst.Call) -> Value:
+        """A NumPy array made a tensor at ``node``: same dtypes; a float64 remembers where it entered."""
+        origins = []
+        for dtype, origin in data.origins:
+            if dtype == FP64 and not isinstance(origin, EntryOrigin):
+                key = ("entry", id(node), id(origin))
+                entry = self._origins.get(key)
+                if entry is None:
+                    entry = self._origins[key] = EntryOrigin(origin, node)
+                origin = entry
+            origins.append((dtype, origin))
+        return data.replace(kind=TENSOR, role=None, origins=tuple(origins))
 
     def _promote_sequence(self, node: cst.Call) -> Value | None:
         sequence = self._first_argument(node)
@@ -2556,7 +2571,7 @@ def _params_held(value: Value | None, depth: int = 0) -> list[Value]:
         param = value.element
         return [Value(kind=PARAMS, dtypes=param.dtypes, partial=param.partial, origins=param.origins, target=param.target)]
     found = []
-    for held in (*(value.items or ()), value.element):
+    for held in (value.items if value.items is not None else (value.element,)):
         found.extend(_params_held(held, depth + 1))
     return found
 

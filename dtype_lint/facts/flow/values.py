@@ -81,6 +81,18 @@ class PartOrigin(Origin):
     part = True
 
 
+class EntryOrigin(Origin):
+    """A NumPy origin seen through the conversion that made its array a tensor: it describes (and
+    has the node of) the NumPy source, and ``entry`` is the conversion (``torch.from_numpy(a)``,
+    ``torch.tensor(a)``), where rules report: the line a fix changes."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, source: Origin, entry: "cst.CSTNode") -> None:
+        super().__init__(source.node, source._resolve)
+        self.entry = entry
+
+
 def part_dtypes(value: "Value") -> frozenset:
     """The low dtypes of ``value`` that come from a part of a model (``PartOrigin``)."""
     return frozenset(d for d, origin in value.origins if d in LOW and origin.part)
