@@ -198,3 +198,42 @@ def test_a_container_cast_casts_its_layers():
     )
     assert p.value("first", 6).dtype == "fp16"
     assert p.value("second", 8).dtype == "bf16"
+
+
+# -- modules own parameters and buffers, not every tensor attribute ------------------------------
+def test_a_module_cast_moves_buffers_and_parameters_not_plain_tensor_attributes():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        class Head(nn.Module):
+            def __init__(self, weights):
+                super().__init__()
+                self.scale = nn.Parameter(torch.ones(4))
+                self.register_buffer("prior", torch.zeros(4))
+                self.class_weights = torch.tensor([1.0, 2.0, 0.5, 1.0])
+            def forward(self, x):
+                a = self.scale
+                b = self.prior
+                c = self.class_weights
+                return x
+        head = Head(None).half()
+        head(torch.randn(2, 4).half())
+        """
+    )
+    assert p.value("a", 11).dtype == "fp16"
+    assert p.value("b", 12).dtype == "fp16"
+    assert p.value("c", 13).dtype == "fp32"
+
+
+def test_an_eps_from_a_command_line_default_is_a_reachable_configuration():
+    from pathlib import Path
+
+    from dtype_lint.config import Settings
+    from dtype_lint.engine import check_text
+    from dtype_lint.findings import Confidence
+
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "flow" / "adam_eps_from_settings.py"
+    report = check_text(path.read_text(), str(path), Settings())
+    eps = {f.line: f.confidence for f in report.findings if f.code == "DTL404"}
+    assert eps == {15: Confidence.MEDIUM, 16: Confidence.HIGH}

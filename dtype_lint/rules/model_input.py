@@ -6,6 +6,7 @@ none re-derives a dtype. Unknown dtypes stay silent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
@@ -106,15 +107,41 @@ def dtype_phrase(value: Value, dtype: str | None = None) -> str:
 
 
 def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression]:
-    """The module a call runs (``model(x)``, ``self.net(x)``, ``model.forward(x)``)."""
+    """The module a call runs on its arguments (``model(x)``, ``self.net(x)``, ``model.forward(x)``,
+    ``vae.encode(x)``: a method of a module class of this file that calls its layers and does not
+    cast its inputs)."""
     value = ctx.flow.value_of(call.func)
     if value is not None and value.kind == "module":
         return value, call.func
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
+    if isinstance(call.func, cst.Attribute):
         value = ctx.flow.value_of(call.func.value)
-        if value is not None and value.kind == "module":
+        if value is not None and value.kind == "module" and (
+                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)):
             return value, call.func.value
     return None, call.func
+
+
+def _method_runs_layers(ctx, module: Value, method: str) -> bool:
+    if method.startswith("_") or not isinstance(module.info, str) or "." in module.info:
+        return False
+    return _class_method_runs_layers(ctx.module, module.info, method)
+
+
+@functools.lru_cache(maxsize=64)
+def _class_method_runs_layers(module: cst.Module, class_name: str, method: str) -> bool:
+    """``class_name.method`` calls a layer of ``self`` (``self.conv_in(x)``) without casting."""
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            methods = {item.name.value for item in body if isinstance(item, cst.FunctionDef)}
+            for item in body:
+                if isinstance(item, cst.FunctionDef) and item.name.value == method:
+                    if CASTS_IN_FORWARD.search(module.code_for_node(item)):
+                        return False
+                    return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                               and isinstance(node.func.value, cst.Name) and node.func.value.value == "self"
+                               and node.func.attr.value not in methods for node in walk(item.body))
+    return False
 
 
 def is_loss_module(value: Value) -> bool:
@@ -342,6 +369,25 @@ class LowpModelFp32Input(Rule):
             f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
             f"Float); cast the input or use autocast"
         )
+        alias = _aliasing_cast(self.ctx, module_node, module.origin_of(low))
+        if alias is not None:
+            # ``fp16_model = model.half()``: the cast changed ``model`` too (a module casts in
+            # place and returns itself); the line to change is the cast (``deepcopy`` first)
+            target = alias.parent_name
+            reported = self.__dict__.setdefault("_aliases", set())
+            if id(alias.cast) in reported:
+                return
+            reported.add(id(alias.cast))
+            self.report(
+                alias.cast,
+                f"`{code(self.ctx, alias.cast)}` casts `{name}` in place and returns it, so `{target}` and `{name}` are "
+                f"the same module: line {self.ctx.position(arg.value).start.line} calls `{name}` on `{argument}`, "
+                f"{dtype_phrase(value)}, and fails with a dtype mismatch (expected scalar type "
+                f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
+                f"Float); cast a copy (`copy.deepcopy({name})`) to keep `{name}` in float32",
+                confidence=confidence,
+            )
+            return
         fix = None
         if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):
             target = model_dtype_expression(self.ctx, module_node, module)
@@ -351,6 +397,32 @@ class LowpModelFp32Input(Rule):
                 "cast the input to the model's dtype",
             )
         self.report(arg.value, message, confidence=confidence, fix=fix)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Alias:
+    cast: cst.Call
+    parent_name: str
+
+
+def _aliasing_cast(ctx, module_node: cst.BaseExpression, origin) -> _Alias | None:
+    """``model_fp16 = model.half()`` when ``module_node`` is ``model``: a whole-module cast whose
+    result is bound to another name, while the call still uses the cast module's own name."""
+    cast = origin.node if origin is not None else None
+    if not isinstance(cast, cst.Call) or not isinstance(cast.func, cst.Attribute):
+        return None
+    if cast.func.attr.value not in ("half", "bfloat16", "to", "type"):
+        return None
+    receiver = dotted_name(cast.func.value)
+    if receiver is None or receiver != dotted_name(module_node):
+        return None
+    assign = ctx.parent(cast)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = dotted_name(assign.targets[0].target)
+    if target is None or target == receiver:
+        return None
+    return _Alias(cast, target)
 
 
 # -- DTL102 -----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import pipelines
+from dtype_lint.facts import numerics, pipelines
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
@@ -264,7 +264,20 @@ class ParamDtypeAssign(Rule):
             return
         guarded = self._dtype_guard(node)
         what = "gradient" if target.attr.value == "grad" else "parameter"
+        layer = _layer_of(target.value)
         if what == "parameter" and not flow.optimizers and ".backward(" not in self.ctx.text:
+            if layer is not None and param.certain and param.dtypes.isdisjoint(value.dtypes):
+                # one layer's weights replaced by a tensor of another dtype (a loaded checkpoint):
+                # no cast happens, and the layer no longer matches the model around it
+                self.report(
+                    node,
+                    f"`{code(self.ctx, target)}` is assigned a {_dtypes(value.dtypes)} tensor ({dtype_phrase(value)}) "
+                    f"while `{code(self.ctx, target.value)}` is {dtype_phrase(param)}: `.data =` replaces the weights "
+                    f"without a cast, so `{code(self.ctx, layer)}` now computes in {_dtypes(value.dtypes)} and fails on "
+                    f"the model's {LONG_NAMES.get(param.dtype, param.dtype)} activations (mat1 and mat2 must have the "
+                    f"same dtype); cast it (`.to({code(self.ctx, target.value)}.dtype)`) or use `.data.copy_(...)`",
+                    confidence=Confidence.MEDIUM,
+                )
             return  # converting weights for export or inference is not training
         new = _dtypes(value.dtypes)
         if param.certain and param.dtype in value.dtypes and not guarded:
@@ -529,19 +542,25 @@ class Fp16AdamEps(Rule):
                 continue
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
+            confidence = self._confidence(params, optimizer)
             if optimizer.eps is None:
                 eps_text = "the default eps=1e-8"
             else:
-                eps = _number(optimizer.eps)
-                if eps is None or eps >= FP16_TINIEST:
+                eps = numerics.number(self.ctx, optimizer.eps)
+                if eps is None or eps.value >= FP16_TINIEST:
                     continue
                 eps_text = f"eps={code(self.ctx, optimizer.eps)}"
+                if not eps.literal:
+                    eps_text += f" ({eps.value:g}, {eps.where(self.ctx)})"
+                    if _in_call(self.ctx, eps.node, "add_argument"):
+                        # a command-line default: the configuration the program runs in unless told otherwise
+                        confidence = min(confidence, Confidence.MEDIUM)
             self.report(
                 optimizer.node,
                 f"`{_optimizer_name(self.ctx, optimizer)}` updates float16 parameters ({dtype_phrase(params, FP16)}) with "
                 f"{eps_text}, which is 0 in float16 (smallest subnormal 6e-8): a zero second moment gives 0/0 = NaN "
                 f"weights. Keep float32 master weights (autocast), or raise eps (e.g. 1e-4) as a stopgap",
-                confidence=self._confidence(params, optimizer),
+                confidence=confidence,
             )
 
 
@@ -561,13 +580,18 @@ def _flag(call: cst.Call, helper) -> cst.BaseExpression | None:
     return _argument(call, helper.flag, helper.flag_position) if helper.flag_position is not None else None
 
 
-def _number(node: cst.BaseExpression) -> float | None:
-    try:
-        if isinstance(node, (cst.Float, cst.Integer)):
-            return float(node.value.replace("_", ""))
-    except ValueError:
-        return None
+def _layer_of(param: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``layer.lora_up`` for ``layer.lora_up.weight``: the one layer a parameter expression names."""
+    if isinstance(param, cst.Attribute) and param.attr.value in ("weight", "bias"):
+        return param.value
     return None
+
+
+def _in_call(ctx, node: cst.CSTNode, name: str) -> bool:
+    """``node`` is an argument of a call of ``name`` (``parser.add_argument(..., default=1e-8)``)."""
+    parent = ctx.parent(node)
+    call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and call_name(call) == name
 
 
 # -- DTL405 -----------------------------------------------------------------------------------

@@ -325,9 +325,11 @@ class Interpreter:
                             value = _retyped(value, owner.dtypes, owner.origins, owner.partial, keep)
                         else:
                             value = _retyped(value, frozenset(), (), False, keep)
-                    elif value is not None and current.cls.is_module and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
+                    elif value is not None and current.cls.is_module and value.kind == TENSOR and value.dtypes \
+                            and value.dtypes <= FLOATS and value.role in ("param", "buffer"):
                         # Floating buffers (``register_buffer("inv_freq", ...)``) follow a whole-model
-                        # ``.to(torch.bfloat16)`` / ``.half()`` like parameters do.
+                        # ``.to(torch.bfloat16)`` / ``.half()`` like parameters do; a plain tensor
+                        # attribute (``self.class_weights = torch.tensor(w)``) does not.
                         owner = current.env.get("self")
                         if owner is not None and owner.kind == MODULE and owner.dtypes & LOW:
                             value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
@@ -613,6 +615,7 @@ class Interpreter:
         elif isinstance(target, cst.Attribute):
             parent = self.ev(target.value, frame)
             key = dotted_name(target)
+            self._replace_parameter(target, value, frame)
             if key:
                 self.assign(key, value, frame)
                 if frame.function is not None and key.startswith("self."):
@@ -660,6 +663,24 @@ class Interpreter:
                 self._store(key, _stored(held, target.slice[0].slice.value, value), frame)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None, frame, None)
+
+    def _replace_parameter(self, target: cst.Attribute, value: Value | None, frame: Frame) -> None:
+        """``layer.weight.data = t`` / ``layer.weight = nn.Parameter(t)``: the layer's weights are now
+        ``t``'s dtype (no cast, unlike ``copy_`` or ``load_state_dict``); a submodule so changed is
+        a part of its model with a dtype of its own."""
+        held = target.value if target.attr.value == "data" else target
+        if not (isinstance(held, cst.Attribute) and held.attr.value in ("weight", "bias")):
+            return
+        if value is None or value.kind != TENSOR or not value.dtypes or not value.dtypes <= FLOATS or value.partial:
+            return
+        module_key = dotted_name(held.value)
+        module = self._current.get(id(held.value))
+        if module_key is None or module is None or module.kind != MODULE or module.dtypes == value.dtypes:
+            return
+        changed = module.with_dtypes(value.dtypes, self.origin(target))
+        if "." in module_key:
+            changed = self._as_part(changed, target)
+        self.mutate(module_key, changed, frame)
 
     def _element(self, iterated: Value | None, node: cst.BaseExpression) -> Value | None:
         """What one iteration of ``for target in node`` binds."""
@@ -2386,7 +2407,10 @@ class Interpreter:
                 self.mutate(key, cast, frame)
             return cast
         if method == "register_buffer" and key is not None and len(node.args) >= 2 and _string(node.args[0].value):
-            self.assign(f"{key}.{_string(node.args[0].value)}", self._current.get(id(node.args[1].value)), frame)
+            buffer = self._current.get(id(node.args[1].value))
+            if buffer is not None and buffer.kind == TENSOR:
+                buffer = buffer.replace(role="buffer")  # a module cast casts its floating buffers
+            self.assign(f"{key}.{_string(node.args[0].value)}", buffer, frame)
             return None
         if method in ("parameters", "named_parameters"):
             module = receiver

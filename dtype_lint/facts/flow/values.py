@@ -86,11 +86,19 @@ class EntryOrigin(Origin):
     has the node of) the NumPy source, and ``entry`` is the conversion (``torch.from_numpy(a)``,
     ``torch.tensor(a)``), where rules report: the line a fix changes."""
 
-    __slots__ = ("entry",)
+    __slots__ = ("entry", "source")
 
     def __init__(self, source: Origin, entry: "cst.CSTNode") -> None:
         super().__init__(source.node, source._resolve)
         self.entry = entry
+        self.source = source
+
+    @property
+    def numpy(self) -> bool:  # type: ignore[override]
+        return self.source.numpy
+
+    def describe(self) -> str:
+        return self.source.describe()
 
 
 def part_dtypes(value: "Value") -> frozenset:
