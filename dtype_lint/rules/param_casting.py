@@ -8,6 +8,7 @@ and the role of loop variables over ``model.parameters()``.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 
@@ -16,7 +17,8 @@ import libcst as cst
 from dtype_lint.facts import numerics, pipelines
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
-from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad, training_facts
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -427,6 +429,10 @@ class DtypeToggleWithOptimizer(Rule):
         """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
         for shared in pipelines.shared_module_casts(self.ctx):
             loop = self._loop_with_step(shared.site)
+            if loop is None and shared.helper is None and shared.site is shared.cast:
+                # built and cast in a helper from the module it is given (``log_validation(unet, ...)``):
+                # the training loop is the caller's
+                shared, loop = self._called_from_loop(shared)
             if loop is None:
                 continue
             if shared.helper is not None:
@@ -441,6 +447,28 @@ class DtypeToggleWithOptimizer(Rule):
                 " unscale FP16 gradients.\" at the next step); move the pipeline with `.to(device)` only",
                 confidence=Confidence.MEDIUM,
             )
+
+    def _called_from_loop(self, shared):
+        """(the cast reached from a call in a training loop, that loop) when the pipeline's module
+        is a parameter of the function the cast is in and a loop of this file passes it the trained
+        module (by position or keyword); else (shared, None)."""
+        from dtype_lint.facts.passed_models import _argument
+
+        function = self.ctx.enclosing(shared.cast, cst.FunctionDef)
+        if function is None or self.ctx.enclosing(function, cst.ClassDef) is not None:
+            return shared, None
+        params = [p.name.value for p in function.params.params]
+        if shared.module not in params:
+            return shared, None
+        trained = pipelines.trained_modules(self.ctx)
+        for call in training_facts(self.ctx).calls:
+            if not isinstance(call.func, cst.Name) or call.func.value != function.name.value:
+                continue
+            given = _argument(call, shared.module, params.index(shared.module))
+            loop = self._loop_with_step(call)
+            if loop is not None and given is not None and dotted_name(given) in trained:
+                return dataclasses.replace(shared, site=call), loop
+        return shared, None
 
     def _report_helper_cast(self, shared, loop) -> None:
         """The pipeline is cast by a helper of another file: reported at the loop's optimizer step,
