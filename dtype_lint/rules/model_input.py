@@ -1021,11 +1021,15 @@ class NumpyFloat64Leak(Rule):
             return
         self._entries.add(id(entry.entry))
         line = self.ctx.position(use).start.line
+        parent = self.ctx.parent(entry.entry)
+        recast = isinstance(parent, cst.Attribute) and parent.attr.value in ("double", "to", "type")
         self.report(
             entry.entry,
             f"`{code(self.ctx, entry.entry)}` makes a float64 tensor of NumPy data that reaches line {line}: {message}",
             confidence=confidence,
-            fix=Fix(Safety.UNSAFE, (suffix_edit(self, entry.entry, ".float()"),), "convert to float32 where it enters"),
+            # (not when a cast follows: ``torch.from_numpy(a).double()`` would undo ``.float()``)
+            fix=None if recast else Fix(Safety.UNSAFE, (suffix_edit(self, entry.entry, ".float()"),),
+                                        "convert to float32 where it enters"),
         )
 
     def _check_loss_weight(self, node: cst.Call) -> bool:
@@ -1094,9 +1098,20 @@ class NumpyFloat64Leak(Rule):
         if loss is not None:
             others = [
                 v for a, v in values
-                if v is not None and v.kind == "tensor" and v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
+                if v is not None and v.kind == "tensor" and (v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
+                                                             or not v.dtypes and v.autocast)  # autocast: never float64
             ]
             if not others:
+                return
+            if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):
+                self._report_leak(
+                    arg.value, value,
+                    f"the class weights `{argument}` are float64 "
+                    f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on "
+                    f"{others[0].describe() if others[0].dtypes else 'autocast'} logits fails with 'expected scalar "
+                    f"type Float but found Double'; build them with `dtype=torch.float32` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                )
                 return
             self._report_leak(
                 arg.value, value,

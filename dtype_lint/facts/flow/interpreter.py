@@ -2449,6 +2449,11 @@ class Interpreter:
     def _tensor_method(self, method: str, receiver: Value, node: cst.Call, frame: Frame) -> Value | None:
         cast = self._cast_value(receiver, TENSOR, method, node)
         if cast is not NOTHING:
+            if cast is not None and receiver.certain and cast.dtypes == receiver.dtypes \
+                    and isinstance(receiver.origin_of(receiver.dtype), EntryOrigin):
+                # a cast to the dtype it has returns the tensor itself: still NumPy's float64
+                # (``torch.from_numpy(features).double()``)
+                return receiver.replace(role=None, target=None, autocast=None)
             if cast is not None:
                 return cast.replace(role=None, target=None, autocast=None)
             return cast
