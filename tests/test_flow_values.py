@@ -237,3 +237,63 @@ def test_an_eps_from_a_command_line_default_is_a_reachable_configuration():
     report = check_text(path.read_text(), str(path), Settings())
     eps = {f.line: f.confidence for f in report.findings if f.code == "DTL404"}
     assert eps == {15: Confidence.MEDIUM, 16: Confidence.HIGH}
+
+
+def test_apply_casts_like_the_function_it_is_given_or_leaves_the_module_unknown():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        def to_half(module):
+            module._apply(lambda t: t.half() if t.is_floating_point() else t)
+        def convert(module, fn):
+            module._apply(fn)
+        a = nn.Linear(4, 4)
+        to_half(a)
+        b = nn.Linear(4, 4)
+        convert(b, caster)
+        c = nn.Linear(4, 4)
+        c._apply(lambda t: t.to(torch.bfloat16))
+        a
+        b
+        c
+        """
+    )
+    assert p.value("a", 14).dtype == "fp16"
+    assert not p.value("b", 15).dtypes  # unknown, never taken for float32
+    assert p.value("c", 16).dtype == "bf16"
+
+
+def test_a_written_flag_decides_its_branches():
+    p = Probe(
+        """
+        import torch
+        use_lora = False
+        inference_dtype = torch.float16
+        unet_dtype = inference_dtype if use_lora else torch.float32
+        cache = None
+        if cache is not None:
+            unet_dtype = torch.bfloat16
+        if not use_lora:
+            vae_dtype = inference_dtype
+        else:
+            vae_dtype = torch.float32
+        unet_dtype
+        vae_dtype
+        """
+    )
+    assert p.value("unet_dtype", 13).dtype == "fp32"
+    assert p.value("vae_dtype", 14).dtype == "fp16"
+
+
+def test_written_flags_do_not_decide_in_a_script_that_rewrites_its_globals():
+    p = Probe(
+        """
+        import torch
+        half = False
+        exec(open("configurator.py").read())
+        dtype = torch.float16 if half else torch.float32
+        dtype
+        """
+    )
+    assert p.value("dtype", 6).dtypes == {"fp16", "fp32"}

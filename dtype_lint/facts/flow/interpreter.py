@@ -20,7 +20,7 @@ from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, 
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
@@ -171,6 +171,7 @@ class Interpreter:
         self._optimizer_index: dict[int, int] = {}
         self._scaler_nodes: set[int] = set()
         self._generic: set[int] = set()  # functions run with unknown parameters
+        self._rewrites_globals: bool | None = None
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -522,9 +523,24 @@ class Interpreter:
             return None
         # the value in this run (the recorded one joins every run of the node)
         found, value = self.lookup(key, frame)
+        if found and value is not None and value.kind == CONST and not value.partial and self._constants_hold():
+            # a flag the program writes (``use_lora = False``): the branch it takes
+            if kinds == (DTYPE,):
+                truth = bool(value.info)  # ``if use_lora:``
+            else:
+                truth = (value.info is not None) == outcome  # ``if x is None:`` / ``is not None``
+            return truth != negate
         if not found or value is None or value.partial or not value.dtypes or value.kind not in kinds:
             return None
         return outcome != negate
+
+    def _constants_hold(self) -> bool:
+        """Whether a written flag is the value the program runs with: not in a script that
+        rewrites its globals (nanoGPT's ``exec(open('configurator.py').read())``)."""
+        if self._rewrites_globals is None:
+            text = self.ctx.text
+            self._rewrites_globals = "exec(" in text or "globals()" in text
+        return not self._rewrites_globals
 
     def _loop(self, node: cst.For | cst.While, frame: Frame) -> None:
         if isinstance(node, cst.For):
@@ -1379,6 +1395,8 @@ class Interpreter:
         found, value = self.lookup(name, frame)
         if found:
             return value
+        if name in _CONSTANTS:
+            return make(CONST, info=_CONSTANTS[name])
         word = self._dtype_constant(node)
         if word is not None:
             return make(DTYPE, (word,), self.origin(node))
@@ -2425,6 +2443,17 @@ class Interpreter:
                          parts=parts)
         if method in lib.MODULE_SELF_METHODS or method in ("to", "type"):
             return receiver  # a device move or a no-op: same module, same dtype
+        if method == "_apply":
+            # ``module._apply(fn)`` converts every parameter and buffer with ``fn`` (what ``.half()``
+            # is built on): the dtype ``fn`` casts to when it is a readable lambda, else unknown
+            dtypes = self._applied_cast(node)
+            changed = make(MODULE, dtypes, self.origin(node) if dtypes else None, info=receiver.info if receiver else None)
+            if receiver is not None:
+                changed = _retyped(changed.replace(items=receiver.items, keys=receiver.keys), changed.dtypes,
+                                   changed.origins, False)
+            if key is not None:
+                self.mutate(key, changed, frame)
+            return changed
         if method in ("forward", "__call__"):
             return self._module_call(receiver, node, frame)
         if method == "generate":
@@ -2445,6 +2474,29 @@ class Interpreter:
             if info is not None and method != "forward":
                 return self._call_local(info, node, frame, receiver, key)
         return None
+
+    def _applied_cast(self, node: cst.Call) -> frozenset:
+        """The dtype ``fn`` of ``module._apply(fn)`` casts floating tensors to: ``lambda t: t.half()``,
+        ``lambda t: t.to(torch.bfloat16) if t.is_floating_point() else t``; empty when unknown."""
+        fn = node.args[0].value if node.args else None
+        if not isinstance(fn, cst.Lambda):
+            return frozenset()
+        body = fn.body
+        if isinstance(body, cst.IfExp):  # the cast on one side, the tensor unchanged on the other
+            params = {p.name.value for p in fn.params.params}
+            sides = [body.body, body.orelse]
+            unchanged = [side for side in sides if isinstance(side, cst.Name) and side.value in params]
+            body = next((side for side in sides if side not in unchanged), None) if len(unchanged) == 1 else None
+        if not isinstance(body, cst.Call) or not isinstance(body.func, cst.Attribute):
+            return frozenset()
+        method = body.func.attr.value
+        if method in lib.CAST_METHODS and not body.args:
+            return frozenset({lib.CAST_METHODS[method]})
+        if method in ("to", "type"):  # (the lambda's body is not run: read the dtype as written)
+            words = {self._dtype_constant(a.value) for a in body.args if a.keyword is None or a.keyword.value == "dtype"}
+            words.discard(None)
+            return frozenset(words) if len(words) == 1 else frozenset()
+        return frozenset()
 
     def _tensor_method(self, method: str, receiver: Value, node: cst.Call, frame: Frame) -> Value | None:
         cast = self._cast_value(receiver, TENSOR, method, node)
@@ -2526,6 +2578,9 @@ class Interpreter:
         if method in ("mean", "std", "var", "sum"):
             return receiver
         return None
+
+
+_CONSTANTS = {"True": True, "False": False, "None": None}
 
 
 def _retyped(value: Value | None, dtypes, origins, partial: bool, keep_parts: bool = False) -> Value | None:
