@@ -297,3 +297,22 @@ def test_written_flags_do_not_decide_in_a_script_that_rewrites_its_globals():
         """
     )
     assert p.value("dtype", 6).dtypes == {"fp16", "fp32"}
+
+
+def test_a_flag_tested_twice_takes_the_same_side_both_times():
+    p = Probe(
+        """
+        import torch
+        from torch import nn
+        def main(args):
+            model = nn.Linear(4, 4)
+            if args.pure_fp16:
+                model = model.half()
+            params = [torch.zeros(4)] if args.pure_fp16 else model.parameters()
+            if not args.pure_fp16:
+                plain = model
+            return params, plain
+        """
+    )
+    assert p.value("model.parameters()", 8).dtype == "fp32"
+    assert p.value("plain", 10).dtype == "fp32"

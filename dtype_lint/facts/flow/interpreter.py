@@ -65,7 +65,7 @@ class FunctionInfo:
 
 class Frame:
     __slots__ = ("env", "function", "cls", "outer", "autocast", "returns", "functions", "classes",
-                 "params", "mutations", "depth", "loop_depth", "info")
+                 "params", "mutations", "depth", "loop_depth", "info", "conditioned")
 
     def __init__(self, function=None, cls=None, outer=None, autocast=(), depth=0, info=None) -> None:
         self.env: dict[str, Value | None] = {}
@@ -81,6 +81,8 @@ class Frame:
         self.depth = depth
         self.loop_depth = 0
         self.info = info
+        # flag -> {name: (the joined value, when the flag is true, when false)} (see _remember)
+        self.conditioned: dict[str, dict[str, tuple]] = {}
 
 
 def _arg(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
@@ -476,10 +478,13 @@ class Interpreter:
                 return self._if(orelse, frame)
             return self._body(orelse.body, frame) if isinstance(orelse, cst.Else) else True
         before = frame.env
+        flag = _flag_of(node.test)
         frame.env = dict(before)
+        self._refine(frame, flag, True)
         body_falls = self._body(node.body, frame)
         body_env = frame.env
         frame.env = dict(before)
+        self._refine(frame, flag, False)
         orelse = node.orelse
         if isinstance(orelse, cst.If):
             self._region(orelse, frame)
@@ -491,6 +496,7 @@ class Interpreter:
         else_env = frame.env
         if body_falls and else_falls:
             frame.env = self.join_env(body_env, else_env)
+            self._remember(frame, flag, before, body_env, else_env)
         elif body_falls:
             frame.env = body_env
         elif else_falls:
@@ -499,6 +505,34 @@ class Interpreter:
             frame.env = self.join_env(body_env, else_env)
             return False
         return True
+
+    @staticmethod
+    def _remember(frame: Frame, flag, before: dict, body_env: dict, else_env: dict) -> None:
+        """After ``if flag: model = model.half()``: what each name the two branches set differently
+        holds when the flag is true and when it is false, so a later test of the same flag
+        (``params = master if flag else model.parameters()``) sees the matching side."""
+        if flag is None:
+            return
+        table = frame.conditioned.setdefault(flag[0], {})
+        for key in set(body_env) & set(else_env):
+            when_test, otherwise = body_env[key], else_env[key]
+            if when_test is otherwise or key not in frame.env:
+                continue
+            if key not in before and (when_test is None or otherwise is None):
+                continue
+            table[key] = (frame.env[key], when_test, otherwise) if flag[1] else (frame.env[key], otherwise, when_test)
+
+    @staticmethod
+    def _refine(frame: Frame, flag, test_true: bool) -> None:
+        """In a branch of ``if flag`` / ``x if flag else y``: the names an earlier test of the same
+        flag set, as they are on this side (while nothing has reassigned them since)."""
+        table = frame.conditioned.get(flag[0]) if flag is not None else None
+        if not table:
+            return
+        flag_value = flag[1] if test_true else not flag[1]
+        for key, (joined, when_true, when_false) in table.items():
+            if frame.env.get(key) is joined:
+                frame.env[key] = when_true if flag_value else when_false
 
     def _decided(self, test: cst.BaseExpression, frame: Frame) -> bool | None:
         """The outcome of ``x is None`` / ``x is not None`` / ``x`` / ``not x`` when ``x`` holds a
@@ -1332,7 +1366,18 @@ class Interpreter:
             decided = self._decided(node.test, frame)
             if decided is not None:
                 return self.ev(node.body if decided else node.orelse, frame)
-            return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
+            flag = _flag_of(node.test)
+            if flag is None or not frame.conditioned.get(flag[0]):
+                return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
+            saved = frame.env
+            frame.env = dict(saved)
+            self._refine(frame, flag, True)
+            body = self.ev(node.body, frame)
+            frame.env = dict(saved)
+            self._refine(frame, flag, False)
+            orelse = self.ev(node.orelse, frame)
+            frame.env = saved
+            return join(body, orelse)
         if kind is cst.BooleanOperation:
             left = self.ev(node.left, frame)
             right = self.ev(node.right, frame)
@@ -2581,6 +2626,15 @@ class Interpreter:
 
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _flag_of(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """(the flag, its truth when the test holds) for ``flag`` / ``not flag`` / ``args.fp16``."""
+    truth = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, truth = test.expression, not truth
+    key = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    return (key, truth) if key else None
 
 
 def _retyped(value: Value | None, dtypes, origins, partial: bool, keep_parts: bool = False) -> Value | None:
