@@ -316,3 +316,18 @@ def test_a_flag_tested_twice_takes_the_same_side_both_times():
     )
     assert p.value("model.parameters()", 8).dtype == "fp32"
     assert p.value("plain", 10).dtype == "fp32"
+
+
+def test_pure_float16_training_with_a_raised_eps_is_deliberate():
+    from dtype_lint.config import Settings
+    from dtype_lint.engine import check_text
+    from dtype_lint.findings import Confidence
+
+    source = (
+        "import torch\nfrom torch import nn\n"
+        "model = nn.Linear(8, 8).half()\nopt = torch.optim.Adam(model.parameters(), lr=1e-4, eps=1e-4)\n"
+        "plain = nn.Linear(8, 8).half()\nplain_opt = torch.optim.Adam(plain.parameters(), lr=1e-4)\n"
+    )
+    report = check_text(source, "train.py", Settings(min_confidence=Confidence.LOW))
+    found = {(f.line, f.confidence) for f in report.findings if f.code == "DTL401"}
+    assert found == {(3, Confidence.LOW), (5, Confidence.HIGH)}

@@ -95,11 +95,16 @@ def _optimizer_name(ctx, optimizer: OptimizerInfo) -> str:
 
 
 # -- DTL401 -----------------------------------------------------------------------------------
+# An optimizer eps raised this far above Adam's 1e-8 default was chosen for float16 weights.
+DELIBERATE_FP16_EPS = 1e-5
+
+
 class HalfWholeModelTrain(Rule):
     """## What it does
     Flags `model.half()` / `model.to(torch.float16)` / `model.type(torch.HalfTensor)` on a model
     whose parameters an optimizer then trains (`torch.optim.AdamW(model.parameters())`), with no
-    adapters (PEFT) and no frozen parameters in the file.
+    adapters (PEFT) and no frozen parameters in the file. An optimizer whose `eps` was raised for
+    float16 (1e-5 or more) shows float16 training on purpose: low confidence.
 
     ## Why is this bad?
     Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
@@ -165,12 +170,17 @@ class HalfWholeModelTrain(Rule):
             target = optimizer.target or code(self.ctx, cast_node.func.value)
             norms = NORM_LAYERS.findall(self.ctx.text)
             norm_note = f"; its {sorted(set(norms))[0]} layers also run their statistics in float16" if norms else ""
+            confidence = Confidence.HIGH if params.certain else Confidence.MEDIUM
+            eps = numerics.number(self.ctx, optimizer.eps) if optimizer.eps is not None else None
+            if eps is not None and eps.value >= DELIBERATE_FP16_EPS:
+                # Adam's eps raised for float16 (glide-finetune's fix): float16 training on purpose
+                confidence = Confidence.LOW
             self.report(
                 cast_node,
                 f"`{target}` is cast to float16 here and then trained by `{_optimizer_name(self.ctx, optimizer)}` "
                 f"(line {_line(self.ctx, optimizer.node)}): weights, gradients and optimizer state in float16 lose small "
                 f"updates and overflow{norm_note}. Keep float32 weights and use torch.autocast + GradScaler",
-                confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
+                confidence=confidence,
             )
 
     def _is_module_cast(self, node) -> bool:
