@@ -16,7 +16,7 @@ from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW
 from dtype_lint.facts.flow.values import EntryOrigin
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import walk
+from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -119,6 +119,46 @@ def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression
                 call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)):
             return value, call.func.value
     return None, call.func
+
+
+def only_compared(ctx, module: Value, call: cst.Call, arg: cst.Arg, index: int) -> bool:
+    """The module is a class of this file whose ``forward`` uses the parameter ``arg`` binds to
+    only in comparisons and shape/device reads (``scores.masked_fill(mask == 0, ...)``): that
+    argument becomes a bool mask or a size and never meets the weights."""
+    if not isinstance(module.info, str) or "." in module.info:
+        return False
+    forward = _class_method(ctx.module, module.info, "forward")
+    if forward is None or not isinstance(call.func, (cst.Name, cst.Attribute)) or \
+            isinstance(call.func, cst.Attribute) and call.func.attr.value in ("forward",):
+        return False
+    params = [p.name.value for p in (*forward.params.posonly_params, *forward.params.params)][1:]
+    name = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+    if name is None:
+        return False
+    uses = [node for node in walk(forward.body) if isinstance(node, cst.Name) and node.value == name]
+    if not uses:
+        return False
+    parents = {}
+    for node in walk(forward.body):
+        for child in child_nodes(node):
+            parents[id(child)] = node
+    for use in uses:
+        parent = parents.get(id(use))
+        if isinstance(parent, cst.Comparison) or isinstance(parent, cst.ComparisonTarget):
+            continue
+        if isinstance(parent, cst.Attribute) and parent.attr.value in ("shape", "device", "dtype", "ndim", "size", "dim"):
+            continue
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _class_method(module: cst.Module, class_name: str, method: str) -> cst.FunctionDef | None:
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            return next((item for item in body if isinstance(item, cst.FunctionDef) and item.name.value == method), None)
+    return None
 
 
 def _method_runs_layers(ctx, module: Value, method: str) -> bool:
@@ -334,11 +374,13 @@ class LowpModelFp32Input(Rule):
             # so does a class the project pass checks under a precision world (no caller here),
             # and a part cast apart from the model (``model.backbone.half()``).
             return
-        for arg in arguments(node):
+        for index, arg in enumerate(arguments(node)):
             if arg.star:
                 continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
             value = flow.value_of(arg.value)
             if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None:
+                if only_compared(self.ctx, module, node, arg, index):
+                    continue  # ``mask == 0``: the forward never lets it meet the weights
                 self._flag(node, module, module_node, arg, value, low, fixable=True)
                 return
 
