@@ -481,8 +481,8 @@ def test_a_known_argument_decides_is_none_tests():
     # the caller's bfloat16 is never None: one branch runs, and the result is certain
     assert p.value("a", 9).dtypes == {"bf16"} and not p.value("a", 9).partial
     assert p.value("b", 9).dtypes == {"bf16"} and not p.value("b", 9).partial
-    # no argument: None by default, unknown to the flow: both branches, joined
-    assert p.value("c", 10).dtypes == {"fp32"} and p.value("c", 10).partial
+    # no argument: the default None decides the test too (the cast does not run)
+    assert p.value("c", 10).dtypes == {"fp32"} and not p.value("c", 10).partial
 
 
 def test_returns_when_called_runs_on_the_side():

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.training import DEFINITIONS, walk
 from dtype_lint.findings import Confidence
 
@@ -412,6 +413,10 @@ def _evaluate(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> tuple
             candidates = [value for value, _ in facts(ctx).reaching(expr)]
         else:
             candidates = facts(ctx).class_attribute(expr)
+            if not candidates and isinstance(expr.value, cst.Name) and expr.value.value != "self":
+                # ``args.adam_epsilon``: the argparse default the program runs with
+                default = argparse_default(ctx, expr.attr.value)
+                candidates = [default] if default is not None else []
         values = [_evaluate(ctx, c, depth + 1) for c in candidates]
         if values and all(v is not None for v in values):
             numbers = {v[0] for v in values if v is not None}

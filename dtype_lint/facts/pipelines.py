@@ -15,6 +15,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow.values import LOW
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.passed_models import _argument
 from dtype_lint.facts.training import call_name, keyword, training_facts, walk
 
 UNWRAPS = frozenset({"unwrap_model", "unwrap"})
@@ -64,9 +65,9 @@ def _dtype_argument(call: cst.Call) -> cst.BaseExpression | None:
     return found
 
 
-def _helper_casts(ctx) -> dict[str, list[tuple[cst.Call, int, cst.BaseExpression]]]:
+def _helper_casts(ctx) -> dict[str, list[tuple[cst.Call, int, str, cst.BaseExpression]]]:
     """Functions of the file that cast a pipeline parameter to a dtype parameter:
-    name -> [(the ``.to`` call, the pipeline's position, the dtype argument node)]."""
+    name -> [(the ``.to`` call, the pipeline's position, its name, the dtype argument node)]."""
     helpers: dict[str, list] = {}
     for name, definitions in training_facts(ctx).functions.items():
         for function in definitions:
@@ -77,7 +78,7 @@ def _helper_casts(ctx) -> dict[str, list[tuple[cst.Call, int, cst.BaseExpression
                 receiver = dotted_name(node.func.value)
                 dtype = _dtype_argument(node)
                 if receiver in params and dtype is not None:
-                    helpers.setdefault(name, []).append((node, params.index(receiver), dtype))
+                    helpers.setdefault(name, []).append((node, params.index(receiver), receiver, dtype))
     return helpers
 
 
@@ -86,7 +87,7 @@ def shared_module_casts(ctx) -> list[SharedCast]:
     if not trained:
         return []
     facts = training_facts(ctx)
-    pipelines: dict[str, tuple[str, cst.Call]] = {}
+    pipelines = _Built(ctx)
     for call in facts.calls:
         if call_name(call) != "from_pretrained" and not call_name(call).endswith("Pipeline"):
             continue
@@ -95,22 +96,22 @@ def shared_module_casts(ctx) -> list[SharedCast]:
         if held is not None and isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
             if target:
-                pipelines[target] = (held, call)
+                pipelines.add(target, held, call)
     if not pipelines:
         return []
     helpers = _helper_casts(ctx)
     found: list[SharedCast] = []
     for call in facts.calls:
         if call_name(call) == "to" and isinstance(call.func, cst.Attribute):
-            held = pipelines.get(dotted_name(call.func.value) or "")
+            held = pipelines.get(dotted_name(call.func.value) or "", call)
             if held is not None and _low_dtype(ctx, _dtype_argument(call)):
                 found.append(SharedCast(call, call, held[0], held[1]))
             continue
-        for cast, position, dtype in helpers.get(call_name(call) if isinstance(call.func, cst.Name) else "", []):
-            plain = [a.value for a in call.args if a.keyword is None]
-            if position >= len(plain) or dotted_name(plain[position]) not in pipelines:
+        for cast, position, param, dtype in helpers.get(call_name(call) if isinstance(call.func, cst.Name) else "", []):
+            given = _argument(call, param, position)  # ``log_validation(pipeline=pipeline, ...)`` too
+            held = pipelines.get(dotted_name(given) or "", call) if given is not None else None
+            if held is None:
                 continue
-            held = pipelines[dotted_name(plain[position])]
             passed = _passed_for(call, cast, dtype, ctx)
             if passed is not None and _low_dtype(ctx, passed):
                 found.append(SharedCast(cast, call, held[0], held[1]))
@@ -118,7 +119,33 @@ def shared_module_casts(ctx) -> list[SharedCast]:
     return found
 
 
-def _project_helper_casts(ctx, call: cst.Call, pipelines: dict) -> list[SharedCast]:
+class _Built:
+    """Pipelines by the name they are assigned to; a name may be reused in several functions
+    (``pipeline = ...`` in ``log_validation`` and after training): ``get`` picks the one built
+    last before ``at`` in ``at``'s function, else the last one built."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.by_name: dict[str, list[tuple[str, cst.Call]]] = {}
+
+    def add(self, name: str, held: str, call: cst.Call) -> None:
+        self.by_name.setdefault(name, []).append((held, call))
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name)
+
+    def get(self, name: str, at: cst.CSTNode) -> tuple[str, cst.Call] | None:
+        built = self.by_name.get(name)
+        if not built:
+            return None
+        function = self.ctx.enclosing(at, cst.FunctionDef)
+        order = self.ctx.source_order(at)
+        here = [item for item in built if self.ctx.enclosing(item[1], cst.FunctionDef) is function
+                and self.ctx.source_order(item[1]) < order]
+        return here[-1] if here else built[-1]
+
+
+def _project_helper_casts(ctx, call: cst.Call, pipelines: "_Built") -> list[SharedCast]:
     """``log_validation(pipeline, ..., weight_dtype)`` where ``log_validation`` is a function of
     another file that casts the pipeline it is given (project/helpers.py) to a low dtype."""
     from dtype_lint.facts.passed_models import _argument, flag_may_be_true
@@ -127,7 +154,7 @@ def _project_helper_casts(ctx, call: cst.Call, pipelines: dict) -> list[SharedCa
     found = []
     for helper in helpers.get(dotted_name(call.func) or "", ()):
         argument = _argument(call, helper.param, helper.position)
-        held = pipelines.get(dotted_name(argument) or "") if argument is not None else None
+        held = pipelines.get(dotted_name(argument) or "", call) if argument is not None else None
         if held is None or not flag_may_be_true(call, helper):
             continue
         if helper.dtype is None:

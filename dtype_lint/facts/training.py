@@ -527,3 +527,4 @@ def training_facts(ctx) -> TrainingFacts:
         facts = TrainingFacts(ctx)
         ctx._training_facts = facts
     return facts
+

@@ -154,7 +154,8 @@ def _follows(value: Value | None, dtype: str) -> bool:
 def _where(ctx, value: Value | None, function: cst.FunctionDef) -> dict:
     """The line and text of the value's first origin, and whether its dtype came from NumPy."""
     origin = value.origin if value is not None else None
-    if origin is None or type(origin).__name__ != "Origin":
+    source = getattr(origin, "source", origin)  # a NumPy array's origin seen through its conversion
+    if origin is None or type(source).__name__ != "Origin":
         return {"line": 0, "text": "", "numpy": False}
     produced = ctx.flow.value_of(origin.node)
     numpy = bool(value.kind == NUMPY or (produced is not None and produced.kind == NUMPY))

@@ -625,6 +625,39 @@ class LossOutsideAutocast(Rule):
                 elif self._reassigns(following, produced):
                     break
 
+    def report(self, node, message, **kwargs) -> None:
+        reported = self.__dict__.setdefault("_reported", set())
+        if id(node) not in reported:
+            reported.add(id(node))
+            super().report(node, message, **kwargs)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """What the dtype flow followed: a loss, outside any autocast region, on a tensor an
+        enabled autocast region produced in low precision, wherever it was computed (the forward
+        of a wrapper module that opens the region, a helper's return, a later statement)."""
+        name = call_name(node)
+        if not name or not LOSS_FUNCTIONS.search(name) or name == "backward" or id(node) in self.__dict__.get("_reported", ()):
+            return
+        flow = self.ctx.flow
+        if flow.autocast_at(node) is not None:
+            return
+        for arg in node.args:
+            value = flow.value_of(arg.value)
+            if value is None or value.kind != "tensor" or value.autocast not in ("fp16", "bf16") \
+                    or value.dtype != value.autocast:
+                continue
+            if loss_upcasts_inputs(self.ctx, node):
+                return
+            dtype_text = "float16" if value.autocast == "fp16" else "bfloat16"
+            self.report(
+                node,
+                f"`{_short(self.ctx, arg.value)}` is {dtype_text} {value.since()}, computed under autocast, and the "
+                f"loss is computed on it outside any autocast region, without autocast's float32 loss kernels; "
+                f"compute the loss inside the region (or on `.float()` outputs)",
+                confidence=Confidence.MEDIUM,
+            )
+            return
+
     def _loss_on(self, statement: cst.CSTNode, produced: set[str]):
         for call in calls_in(statement):
             if is_backward(call) or not LOSS_FUNCTIONS.search(call_name(call)):
@@ -998,3 +1031,8 @@ class Fp16AutocastWithoutScaler(Rule):
             certain = dtypes == {"float16"} and info.enabled is True
             return info, source, Confidence.HIGH if certain else Confidence.MEDIUM
         return None
+
+
+def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(ctx.code_for(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -424,14 +424,22 @@ class BceUnderAutocast(_AutocastScope):
         if kind is None:
             return
         found = self.enclosing_autocast(node)
-        if found is None:
-            return
-        with_node, info, label = found
-        line = self.ctx.position(with_node).start.line
+        confidence = Confidence.HIGH
+        if found is not None:
+            with_node, info, label = found
+            where = f"inside {label} (line {self.ctx.position(with_node).start.line})"
+        else:
+            # a helper (``def gan_loss(pred, y): return F.binary_cross_entropy(pred, y)``) the dtype
+            # flow ran under its caller's autocast region
+            info = self.ctx.flow.autocast_at(node)
+            if info is None or info.node is None:
+                return
+            where = f"under the autocast region of its caller (line {self.ctx.position(info.node).start.line})"
+            confidence = Confidence.HIGH if info.enabled is True else Confidence.MEDIUM
         callee = self.ctx.code_for(node.func)
         what = f"`{callee}`" if kind == "function" else f"`{callee}` (an `nn.BCELoss`)"
         message = (
-            f"{what} inside {label} (line {line}) is unsafe to autocast (CUDA raises): compute the loss "
+            f"{what} {where} is unsafe to autocast (CUDA raises): compute the loss "
             "from logits with `binary_cross_entropy_with_logits` / `nn.BCEWithLogitsLoss`"
         )
         fix = self._logits_fix(node) if kind == "function" else None
@@ -440,7 +448,7 @@ class BceUnderAutocast(_AutocastScope):
             message = message.replace("is unsafe to autocast (CUDA raises)", "gets probabilities rounded to low precision")
             self.report(node, message, confidence=Confidence.LOW, fix=fix)
             return
-        self.report(node, message, confidence=Confidence.HIGH, fix=fix)
+        self.report(node, message, confidence=confidence, fix=fix)
 
     def _logits_fix(self, node: cst.Call) -> Fix | None:
         if not isinstance(node.func, cst.Attribute) or not node.args:

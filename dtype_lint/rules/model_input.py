@@ -6,15 +6,17 @@ none re-derives a dtype. Unknown dtypes stay silent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
 import libcst as cst
 
 from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
+from dtype_lint.facts.flow.values import EntryOrigin
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import walk
+from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -105,15 +107,81 @@ def dtype_phrase(value: Value, dtype: str | None = None) -> str:
 
 
 def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression]:
-    """The module a call runs (``model(x)``, ``self.net(x)``, ``model.forward(x)``)."""
+    """The module a call runs on its arguments (``model(x)``, ``self.net(x)``, ``model.forward(x)``,
+    ``vae.encode(x)``: a method of a module class of this file that calls its layers and does not
+    cast its inputs)."""
     value = ctx.flow.value_of(call.func)
     if value is not None and value.kind == "module":
         return value, call.func
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
+    if isinstance(call.func, cst.Attribute):
         value = ctx.flow.value_of(call.func.value)
-        if value is not None and value.kind == "module":
+        if value is not None and value.kind == "module" and (
+                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)):
             return value, call.func.value
     return None, call.func
+
+
+def only_compared(ctx, module: Value, call: cst.Call, arg: cst.Arg, index: int) -> bool:
+    """The module is a class of this file whose ``forward`` uses the parameter ``arg`` binds to
+    only in comparisons and shape/device reads (``scores.masked_fill(mask == 0, ...)``): that
+    argument becomes a bool mask or a size and never meets the weights."""
+    if not isinstance(module.info, str) or "." in module.info:
+        return False
+    forward = _class_method(ctx.module, module.info, "forward")
+    if forward is None or not isinstance(call.func, (cst.Name, cst.Attribute)) or \
+            isinstance(call.func, cst.Attribute) and call.func.attr.value in ("forward",):
+        return False
+    params = [p.name.value for p in (*forward.params.posonly_params, *forward.params.params)][1:]
+    name = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+    if name is None:
+        return False
+    uses = [node for node in walk(forward.body) if isinstance(node, cst.Name) and node.value == name]
+    if not uses:
+        return False
+    parents = {}
+    for node in walk(forward.body):
+        for child in child_nodes(node):
+            parents[id(child)] = node
+    for use in uses:
+        parent = parents.get(id(use))
+        if isinstance(parent, cst.Comparison) or isinstance(parent, cst.ComparisonTarget):
+            continue
+        if isinstance(parent, cst.Attribute) and parent.attr.value in ("shape", "device", "dtype", "ndim", "size", "dim"):
+            continue
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _class_method(module: cst.Module, class_name: str, method: str) -> cst.FunctionDef | None:
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            return next((item for item in body if isinstance(item, cst.FunctionDef) and item.name.value == method), None)
+    return None
+
+
+def _method_runs_layers(ctx, module: Value, method: str) -> bool:
+    if method.startswith("_") or not isinstance(module.info, str) or "." in module.info:
+        return False
+    return _class_method_runs_layers(ctx.module, module.info, method)
+
+
+@functools.lru_cache(maxsize=64)
+def _class_method_runs_layers(module: cst.Module, class_name: str, method: str) -> bool:
+    """``class_name.method`` calls a layer of ``self`` (``self.conv_in(x)``) without casting."""
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            methods = {item.name.value for item in body if isinstance(item, cst.FunctionDef)}
+            for item in body:
+                if isinstance(item, cst.FunctionDef) and item.name.value == method:
+                    if CASTS_IN_FORWARD.search(module.code_for_node(item)):
+                        return False
+                    return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                               and isinstance(node.func.value, cst.Name) and node.func.value.value == "self"
+                               and node.func.attr.value not in methods for node in walk(item.body))
+    return False
 
 
 def is_loss_module(value: Value) -> bool:
@@ -349,12 +417,14 @@ class LowpModelFp32Input(Rule):
             # so does a class the project pass checks under a precision world (no caller here),
             # and a part cast apart from the model (``model.backbone.half()``).
             return
-        for arg in arguments(node):
+        for index, arg in enumerate(arguments(node)):
             if arg.star:
                 continue  # ``**inputs``: Hugging Face models cast pixel_values to their dtype themselves
             value = flow.value_of(arg.value)
             if value is not None and value.kind == "tensor" and value.dtype == FP32 and value.autocast is None \
                     and not never_meets_weights(self.ctx, module, node, arg):
+                if only_compared(self.ctx, module, node, arg, index):
+                    continue  # ``mask == 0``: the forward never lets it meet the weights
                 self._flag(node, module, module_node, arg, value, low, fixable=True)
                 return
 
@@ -385,6 +455,25 @@ class LowpModelFp32Input(Rule):
             f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
             f"Float); cast the input or use autocast"
         )
+        alias = _aliasing_cast(self.ctx, module_node, module.origin_of(low))
+        if alias is not None:
+            # ``fp16_model = model.half()``: the cast changed ``model`` too (a module casts in
+            # place and returns itself); the line to change is the cast (``deepcopy`` first)
+            target = alias.parent_name
+            reported = self.__dict__.setdefault("_aliases", set())
+            if id(alias.cast) in reported:
+                return
+            reported.add(id(alias.cast))
+            self.report(
+                alias.cast,
+                f"`{code(self.ctx, alias.cast)}` casts `{name}` in place and returns it, so `{target}` and `{name}` are "
+                f"the same module: line {self.ctx.position(arg.value).start.line} calls `{name}` on `{argument}`, "
+                f"{dtype_phrase(value)}, and fails with a dtype mismatch (expected scalar type "
+                f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
+                f"Float); cast a copy (`copy.deepcopy({name})`) to keep `{name}` in float32",
+                confidence=confidence,
+            )
+            return
         fix = None
         if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):
             target = model_dtype_expression(self.ctx, module_node, module)
@@ -394,6 +483,32 @@ class LowpModelFp32Input(Rule):
                 "cast the input to the model's dtype",
             )
         self.report(arg.value, message, confidence=confidence, fix=fix)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Alias:
+    cast: cst.Call
+    parent_name: str
+
+
+def _aliasing_cast(ctx, module_node: cst.BaseExpression, origin) -> _Alias | None:
+    """``model_fp16 = model.half()`` when ``module_node`` is ``model``: a whole-module cast whose
+    result is bound to another name, while the call still uses the cast module's own name."""
+    cast = origin.node if origin is not None else None
+    if not isinstance(cast, cst.Call) or not isinstance(cast.func, cst.Attribute):
+        return None
+    if cast.func.attr.value not in ("half", "bfloat16", "to", "type"):
+        return None
+    receiver = dotted_name(cast.func.value)
+    if receiver is None or receiver != dotted_name(module_node):
+        return None
+    assign = ctx.parent(cast)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = dotted_name(assign.targets[0].target)
+    if target is None or target == receiver:
+        return None
+    return _Alias(cast, target)
 
 
 # -- DTL102 -----------------------------------------------------------------------------------
@@ -862,9 +977,12 @@ class NumpyFloat64Leak(Rule):
     returns (the default collate keeps a NumPy array's float64), and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
     (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
-    passed to a head's constructor). A loss given float64 class weights is reported where it is
-    called, where it raises, the message naming where the weights come from (the helper that
-    built them may be far away); a loss this file never calls, at its `weight=`.
+    passed to a head's constructor). The finding is where the NumPy data becomes a tensor
+    (`torch.from_numpy`, `torch.tensor`, `torch.as_tensor`) when that is in the file, since that
+    is the line to change, once per conversion, the message naming the line where the float64
+    tensor fails; else at that line (a batch of a `DataLoader`, a helper of another file). A
+    loss given float64 class weights built elsewhere is reported where it is called, where it
+    raises; a loss this file never calls, at its `weight=`.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -888,7 +1006,8 @@ class NumpyFloat64Leak(Rule):
     ```
 
     ## Fix safety
-    Unsafe: the fix appends `.float()` at the call, which drops float64 precision.
+    Unsafe: the fix appends `.float()` where the data becomes a tensor (or, for a tensor made
+    elsewhere, at the call), which drops float64 precision.
     """
 
     code = "DTL105"
@@ -907,7 +1026,7 @@ class NumpyFloat64Leak(Rule):
     invalid = (
         Invalid(
             "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
-            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x.float())\n",
+            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8)).float()\nmodel(x)\n",
         ),
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
@@ -959,8 +1078,8 @@ class NumpyFloat64Leak(Rule):
         if leak is None or not others:
             return True
         (leak_node, value), (other_node, other) = leak, others[0]
-        self.report(
-            leak_node,
+        self._report_leak(
+            leak_node, value,
             f"`{code(self.ctx, leak_node)}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) "
             f"and meets `{code(self.ctx, other_node)}`, {dtype_phrase(other)}, in `{op}`, which does not promote: "
             f"expected m1 and m2 to have the same dtype, but got: double != "
@@ -973,6 +1092,31 @@ class NumpyFloat64Leak(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._weights: list[tuple[cst.Arg, Value, str]] = []  # float64 class weights given to a loss
         self._loss_calls: list[tuple[cst.Call, cst.BaseExpression, Value]] = []  # calls of such a loss
+        self._entries: set[int] = set()  # conversions already reported
+
+    def _report_leak(self, use: cst.CSTNode, value: Value, message: str, *, confidence: Confidence,
+                     fix: Fix | None = None) -> None:
+        """Where the float64 NumPy data became a tensor when that is in this file (the line the fix
+        changes: ``torch.from_numpy(a.astype(np.float32))``), once per conversion, naming the use;
+        else at the use."""
+        entry = value.origin_of(FP64)
+        if not isinstance(entry, EntryOrigin):
+            self.report(use, message, confidence=confidence, fix=fix)
+            return
+        if id(entry.entry) in self._entries:
+            return
+        self._entries.add(id(entry.entry))
+        line = self.ctx.position(use).start.line
+        parent = self.ctx.parent(entry.entry)
+        recast = isinstance(parent, cst.Attribute) and parent.attr.value in ("double", "to", "type")
+        self.report(
+            entry.entry,
+            f"`{code(self.ctx, entry.entry)}` makes a float64 tensor of NumPy data that reaches line {line}: {message}",
+            confidence=confidence,
+            # (not when a cast follows: ``torch.from_numpy(a).double()`` would undo ``.float()``)
+            fix=None if recast else Fix(Safety.UNSAFE, (suffix_edit(self, entry.entry, ".float()"),),
+                                        "convert to float32 where it enters"),
+        )
 
     def _check_loss_weight(self, node: cst.Call) -> bool:
         """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
@@ -999,8 +1143,8 @@ class NumpyFloat64Leak(Rule):
             fix = None
             if given is not None:
                 fix = Fix(Safety.UNSAFE, (suffix_edit(self, given[0].value, ".float()"),), "cast the weights to float32")
-            self.report(
-                call,
+            self._report_leak(
+                call, weight,
                 f"`{code(self.ctx, loss_node)}` was given float64 class weights{where} "
                 f"({weight.since(FP64).replace('since ', 'from NumPy at ')}): calling it on float32 (or half) logits "
                 f"fails with 'expected scalar type Float but found Double'; build the weights with "
@@ -1011,8 +1155,8 @@ class NumpyFloat64Leak(Rule):
         for arg, value, loss in self._weights:
             if id(value.origin_of(FP64)) in called:
                 continue
-            self.report(
-                arg.value,
+            self._report_leak(
+                arg.value, value,
                 f"the class weights `{code(self.ctx, arg.value)}` are float64 "
                 f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
                 f"logits fails with 'expected scalar type Float but found Double'; build them with "
@@ -1040,12 +1184,23 @@ class NumpyFloat64Leak(Rule):
         if loss is not None:
             others = [
                 v for a, v in values
-                if v is not None and v.kind == "tensor" and v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
+                if v is not None and v.kind == "tensor" and (v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
+                                                             or not v.dtypes and v.autocast)  # autocast: never float64
             ]
             if not others:
                 return
-            self.report(
-                arg.value,
+            if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):
+                self._report_leak(
+                    arg.value, value,
+                    f"the class weights `{argument}` are float64 "
+                    f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on "
+                    f"{others[0].describe() if others[0].dtypes else 'autocast'} logits fails with 'expected scalar "
+                    f"type Float but found Double'; build them with `dtype=torch.float32` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                )
+                return
+            self._report_leak(
+                arg.value, value,
                 f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) and meets a "
                 f"{others[0].describe()} tensor in `{loss}`: the loss is silently computed in float64 "
                 f"(or fails in backward); convert the array with `.astype(np.float32)`",
@@ -1072,8 +1227,8 @@ class NumpyFloat64Leak(Rule):
             confidence = Confidence.HIGH
         else:
             confidence = Confidence.LOW if module.info else Confidence.MEDIUM
-        self.report(
-            arg.value,
+        self._report_leak(
+            arg.value, value,
             f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",

@@ -8,15 +8,17 @@ and the role of loop variables over ``model.parameters()``.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 
 import libcst as cst
 
-from dtype_lint.facts import pipelines
+from dtype_lint.facts import numerics, pipelines
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
-from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
+from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad, training_facts
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -93,11 +95,16 @@ def _optimizer_name(ctx, optimizer: OptimizerInfo) -> str:
 
 
 # -- DTL401 -----------------------------------------------------------------------------------
+# An optimizer eps raised this far above Adam's 1e-8 default was chosen for float16 weights.
+DELIBERATE_FP16_EPS = 1e-5
+
+
 class HalfWholeModelTrain(Rule):
     """## What it does
     Flags `model.half()` / `model.to(torch.float16)` / `model.type(torch.HalfTensor)` on a model
     whose parameters an optimizer then trains (`torch.optim.AdamW(model.parameters())`), with no
-    adapters (PEFT) and no frozen parameters in the file.
+    adapters (PEFT) and no frozen parameters in the file. An optimizer whose `eps` was raised for
+    float16 (1e-5 or more) shows float16 training on purpose: low confidence.
 
     ## Why is this bad?
     Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
@@ -163,12 +170,17 @@ class HalfWholeModelTrain(Rule):
             target = optimizer.target or code(self.ctx, cast_node.func.value)
             norms = NORM_LAYERS.findall(self.ctx.text)
             norm_note = f"; its {sorted(set(norms))[0]} layers also run their statistics in float16" if norms else ""
+            confidence = Confidence.HIGH if params.certain else Confidence.MEDIUM
+            eps = numerics.number(self.ctx, optimizer.eps) if optimizer.eps is not None else None
+            if eps is not None and eps.value >= DELIBERATE_FP16_EPS:
+                # Adam's eps raised for float16 (glide-finetune's fix): float16 training on purpose
+                confidence = Confidence.LOW
             self.report(
                 cast_node,
                 f"`{target}` is cast to float16 here and then trained by `{_optimizer_name(self.ctx, optimizer)}` "
                 f"(line {_line(self.ctx, optimizer.node)}): weights, gradients and optimizer state in float16 lose small "
                 f"updates and overflow{norm_note}. Keep float32 weights and use torch.autocast + GradScaler",
-                confidence=Confidence.HIGH if params.certain else Confidence.MEDIUM,
+                confidence=confidence,
             )
 
     def _is_module_cast(self, node) -> bool:
@@ -264,7 +276,20 @@ class ParamDtypeAssign(Rule):
             return
         guarded = self._dtype_guard(node)
         what = "gradient" if target.attr.value == "grad" else "parameter"
+        layer = _layer_of(target.value)
         if what == "parameter" and not flow.optimizers and ".backward(" not in self.ctx.text:
+            if layer is not None and param.certain and param.dtypes.isdisjoint(value.dtypes):
+                # one layer's weights replaced by a tensor of another dtype (a loaded checkpoint):
+                # no cast happens, and the layer no longer matches the model around it
+                self.report(
+                    node,
+                    f"`{code(self.ctx, target)}` is assigned a {_dtypes(value.dtypes)} tensor ({dtype_phrase(value)}) "
+                    f"while `{code(self.ctx, target.value)}` is {dtype_phrase(param)}: `.data =` replaces the weights "
+                    f"without a cast, so `{code(self.ctx, layer)}` now computes in {_dtypes(value.dtypes)} and fails on "
+                    f"the model's {LONG_NAMES.get(param.dtype, param.dtype)} activations (mat1 and mat2 must have the "
+                    f"same dtype); cast it (`.to({code(self.ctx, target.value)}.dtype)`) or use `.data.copy_(...)`",
+                    confidence=Confidence.MEDIUM,
+                )
             return  # converting weights for export or inference is not training
         new = _dtypes(value.dtypes)
         if param.certain and param.dtype in value.dtypes and not guarded:
@@ -414,6 +439,10 @@ class DtypeToggleWithOptimizer(Rule):
         """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
         for shared in pipelines.shared_module_casts(self.ctx):
             loop = self._loop_with_step(shared.site)
+            if loop is None and shared.helper is None and shared.site is shared.cast:
+                # built and cast in a helper from the module it is given (``log_validation(unet, ...)``):
+                # the training loop is the caller's
+                shared, loop = self._called_from_loop(shared)
             if loop is None:
                 continue
             if shared.helper is not None:
@@ -428,6 +457,28 @@ class DtypeToggleWithOptimizer(Rule):
                 " unscale FP16 gradients.\" at the next step); move the pipeline with `.to(device)` only",
                 confidence=Confidence.MEDIUM,
             )
+
+    def _called_from_loop(self, shared):
+        """(the cast reached from a call in a training loop, that loop) when the pipeline's module
+        is a parameter of the function the cast is in and a loop of this file passes it the trained
+        module (by position or keyword); else (shared, None)."""
+        from dtype_lint.facts.passed_models import _argument
+
+        function = self.ctx.enclosing(shared.cast, cst.FunctionDef)
+        if function is None or self.ctx.enclosing(function, cst.ClassDef) is not None:
+            return shared, None
+        params = [p.name.value for p in function.params.params]
+        if shared.module not in params:
+            return shared, None
+        trained = pipelines.trained_modules(self.ctx)
+        for call in training_facts(self.ctx).calls:
+            if not isinstance(call.func, cst.Name) or call.func.value != function.name.value:
+                continue
+            given = _argument(call, shared.module, params.index(shared.module))
+            loop = self._loop_with_step(call)
+            if loop is not None and given is not None and dotted_name(given) in trained:
+                return dataclasses.replace(shared, site=call), loop
+        return shared, None
 
     def _report_helper_cast(self, shared, loop) -> None:
         """The pipeline is cast by a helper of another file: reported at the loop's optimizer step,
@@ -529,19 +580,25 @@ class Fp16AdamEps(Rule):
                 continue
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
+            confidence = self._confidence(params, optimizer)
             if optimizer.eps is None:
                 eps_text = "the default eps=1e-8"
             else:
-                eps = _number(optimizer.eps)
-                if eps is None or eps >= FP16_TINIEST:
+                eps = numerics.number(self.ctx, optimizer.eps)
+                if eps is None or eps.value >= FP16_TINIEST:
                     continue
                 eps_text = f"eps={code(self.ctx, optimizer.eps)}"
+                if not eps.literal:
+                    eps_text += f" ({eps.value:g}, {eps.where(self.ctx)})"
+                    if _in_call(self.ctx, eps.node, "add_argument"):
+                        # a command-line default: the configuration the program runs in unless told otherwise
+                        confidence = min(confidence, Confidence.MEDIUM)
             self.report(
                 optimizer.node,
                 f"`{_optimizer_name(self.ctx, optimizer)}` updates float16 parameters ({dtype_phrase(params, FP16)}) with "
                 f"{eps_text}, which is 0 in float16 (smallest subnormal 6e-8): a zero second moment gives 0/0 = NaN "
                 f"weights. Keep float32 master weights (autocast), or raise eps (e.g. 1e-4) as a stopgap",
-                confidence=self._confidence(params, optimizer),
+                confidence=confidence,
             )
 
 
@@ -561,13 +618,18 @@ def _flag(call: cst.Call, helper) -> cst.BaseExpression | None:
     return _argument(call, helper.flag, helper.flag_position) if helper.flag_position is not None else None
 
 
-def _number(node: cst.BaseExpression) -> float | None:
-    try:
-        if isinstance(node, (cst.Float, cst.Integer)):
-            return float(node.value.replace("_", ""))
-    except ValueError:
-        return None
+def _layer_of(param: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``layer.lora_up`` for ``layer.lora_up.weight``: the one layer a parameter expression names."""
+    if isinstance(param, cst.Attribute) and param.attr.value in ("weight", "bias"):
+        return param.value
     return None
+
+
+def _in_call(ctx, node: cst.CSTNode, name: str) -> bool:
+    """``node`` is an argument of a call of ``name`` (``parser.add_argument(..., default=1e-8)``)."""
+    parent = ctx.parent(node)
+    call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and call_name(call) == name
 
 
 # -- DTL405 -----------------------------------------------------------------------------------

@@ -86,8 +86,9 @@ class ScalerWithBf16(Rule):
     or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
     a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
     `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
-    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
-    so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
+    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`),
+    reported at the setting that makes the scaler when the file writes or chooses it (`fp16=True`,
+    the line a fix changes), else at the model's bf16 cast; so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
     `precision="bf16-mixed"`), and one whose optimizer steps a model one part of which is built in
     bfloat16 (`nn.ModuleList([nn.Linear(d, d, dtype=torch.bfloat16) ...])`, in any file: reported
     at that layer when it is made in this file, else at the scaler).
@@ -220,7 +221,9 @@ class ScalerWithBf16(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
                 continue
-            anchor = source.setting or call  # a run-time setting: report the setting, which the fix changes
+            # the setting that makes the scaler, where the fix changes it: chosen at run time, or
+            # written in the file (``TrainingArguments(fp16=True)``); else the training call
+            anchor = source.setting or source.written or call
             if source.effect.conditional and source.setting is None:
                 # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
                 origin = value.origin_of("bf16")

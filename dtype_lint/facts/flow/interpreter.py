@@ -21,9 +21,9 @@ from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
-    Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
+    EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.project import checkpoints
@@ -66,7 +66,7 @@ class FunctionInfo:
 
 class Frame:
     __slots__ = ("env", "function", "cls", "outer", "autocast", "returns", "functions", "classes",
-                 "params", "mutations", "depth", "loop_depth", "info")
+                 "params", "mutations", "depth", "loop_depth", "info", "conditioned")
 
     def __init__(self, function=None, cls=None, outer=None, autocast=(), depth=0, info=None) -> None:
         self.env: dict[str, Value | None] = {}
@@ -82,6 +82,8 @@ class Frame:
         self.depth = depth
         self.loop_depth = 0
         self.info = info
+        # flag -> {name: (the joined value, when the flag is true, when false)} (see _remember)
+        self.conditioned: dict[str, dict[str, tuple]] = {}
 
 
 def _arg(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
@@ -192,6 +194,7 @@ class Interpreter:
         self._scaler_nodes: set[int] = set()
         self._generic: set[int] = set()  # functions run with unknown parameters
         self._semantics_data = NOTHING  # torch's semantics for the file's target-torch, read on first use
+        self._rewrites_globals: bool | None = None
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -338,16 +341,19 @@ class Interpreter:
                         # A part keeps its own dtype (``dtype=`` at construction, a cast of the
                         # attribute) unless the whole model was cast.
                         owner = current.env.get("self")
-                        if part_dtypes(value) and not _whole_low(owner):
+                        keep = not _whole_low(owner)
+                        if part_dtypes(value) and keep:
                             if owner is None or owner.kind != MODULE or not owner.dtypes:
                                 value = value.replace(partial=True)
                         elif owner is not None and owner.kind == MODULE and owner.dtypes:
-                            value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
+                            value = _retyped(value, owner.dtypes, owner.origins, owner.partial, keep)
                         else:
-                            value = value.replace(dtypes=frozenset(), origins=(), partial=False)
-                    elif value is not None and current.cls.is_module and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
+                            value = _retyped(value, frozenset(), (), False, keep)
+                    elif value is not None and current.cls.is_module and value.kind == TENSOR and value.dtypes \
+                            and value.dtypes <= FLOATS and value.role in ("param", "buffer"):
                         # Floating buffers (``register_buffer("inv_freq", ...)``) follow a whole-model
-                        # ``.to(torch.bfloat16)`` / ``.half()`` like parameters do.
+                        # ``.to(torch.bfloat16)`` / ``.half()`` like parameters do; a plain tensor
+                        # attribute (``self.class_weights = torch.tensor(w)``) does not.
                         owner = current.env.get("self")
                         if owner is not None and owner.kind == MODULE and owner.dtypes & LOW:
                             value = value.replace(dtypes=owner.dtypes, origins=owner.origins, partial=owner.partial)
@@ -378,7 +384,9 @@ class Interpreter:
             for existing in [k for k in env if k.startswith(prefix)]:
                 sub = env[existing]
                 if sub is not None and sub.kind == MODULE:
-                    env[existing] = sub.with_dtypes(value.dtypes, value.origin, partial=value.partial)
+                    env[existing] = _retyped(sub.with_dtypes(value.dtypes, value.origin, partial=value.partial),
+                                             value.dtypes, sub.with_dtypes(value.dtypes, value.origin).origins,
+                                             value.partial)
         if frame.function is not None:
             head = key.split(".", 1)[0]
             if head in frame.params or head not in frame.env or head == "self":
@@ -491,10 +499,13 @@ class Interpreter:
                 return self._if(orelse, frame)
             return self._body(orelse.body, frame) if isinstance(orelse, cst.Else) else True
         before = frame.env
+        flag = _flag_of(node.test)
         frame.env = dict(before)
+        self._refine(frame, flag, True)
         body_falls = self._body(node.body, frame)
         body_env = frame.env
         frame.env = dict(before)
+        self._refine(frame, flag, False)
         orelse = node.orelse
         if isinstance(orelse, cst.If):
             self._region(orelse, frame)
@@ -506,6 +517,7 @@ class Interpreter:
         else_env = frame.env
         if body_falls and else_falls:
             frame.env = self.join_env(body_env, else_env)
+            self._remember(frame, flag, before, body_env, else_env)
         elif body_falls:
             frame.env = body_env
         elif else_falls:
@@ -514,6 +526,34 @@ class Interpreter:
             frame.env = self.join_env(body_env, else_env)
             return False
         return True
+
+    @staticmethod
+    def _remember(frame: Frame, flag, before: dict, body_env: dict, else_env: dict) -> None:
+        """After ``if flag: model = model.half()``: what each name the two branches set differently
+        holds when the flag is true and when it is false, so a later test of the same flag
+        (``params = master if flag else model.parameters()``) sees the matching side."""
+        if flag is None:
+            return
+        table = frame.conditioned.setdefault(flag[0], {})
+        for key in set(body_env) & set(else_env):
+            when_test, otherwise = body_env[key], else_env[key]
+            if when_test is otherwise or key not in frame.env:
+                continue
+            if key not in before and (when_test is None or otherwise is None):
+                continue
+            table[key] = (frame.env[key], when_test, otherwise) if flag[1] else (frame.env[key], otherwise, when_test)
+
+    @staticmethod
+    def _refine(frame: Frame, flag, test_true: bool) -> None:
+        """In a branch of ``if flag`` / ``x if flag else y``: the names an earlier test of the same
+        flag set, as they are on this side (while nothing has reassigned them since)."""
+        table = frame.conditioned.get(flag[0]) if flag is not None else None
+        if not table:
+            return
+        flag_value = flag[1] if test_true else not flag[1]
+        for key, (joined, when_true, when_false) in table.items():
+            if frame.env.get(key) is joined:
+                frame.env[key] = when_true if flag_value else when_false
 
     def _decided(self, test: cst.BaseExpression, frame: Frame) -> bool | None:
         """The outcome of ``x is None`` / ``x is not None`` / ``x`` / ``not x`` when ``x`` holds a
@@ -538,9 +578,24 @@ class Interpreter:
             return None
         # the value in this run (the recorded one joins every run of the node)
         found, value = self.lookup(key, frame)
+        if found and value is not None and value.kind == CONST and not value.partial and self._constants_hold():
+            # a flag the program writes (``use_lora = False``): the branch it takes
+            if kinds == (DTYPE,):
+                truth = bool(value.info)  # ``if use_lora:``
+            else:
+                truth = (value.info is not None) == outcome  # ``if x is None:`` / ``is not None``
+            return truth != negate
         if not found or value is None or value.partial or not value.dtypes or value.kind not in kinds:
             return None
         return outcome != negate
+
+    def _constants_hold(self) -> bool:
+        """Whether a written flag is the value the program runs with: not in a script that
+        rewrites its globals (nanoGPT's ``exec(open('configurator.py').read())``)."""
+        if self._rewrites_globals is None:
+            text = self.ctx.text
+            self._rewrites_globals = "exec(" in text or "globals()" in text
+        return not self._rewrites_globals
 
     def _loop(self, node: cst.For | cst.While, frame: Frame) -> None:
         if isinstance(node, cst.For):
@@ -611,6 +666,14 @@ class Interpreter:
             return
         if left is not None and left.kind in (TENSOR, NUMPY):
             return  # in place: the left keeps its dtype
+        if isinstance(node.operator, cst.AddAssign) and left is not None and right is not None \
+                and left.kind in (TUPLE, PARAMS) and right.kind in (TUPLE, PARAMS):
+            # ``params += list(head.parameters())``: the list grows in place (any number of times in a loop)
+            grown = _concatenated([left, right], left.info if left.kind == TUPLE else None)
+            if grown is not None and grown.kind == TUPLE and grown.items is not None:
+                grown = make(TUPLE, element=_joined(grown.items), info="list")
+            self._store(key, grown, frame)
+            return
         if right is not None and right.kind in (TENSOR, NUMPY):
             self.assign(key, right, frame)
         else:
@@ -623,6 +686,7 @@ class Interpreter:
         elif isinstance(target, cst.Attribute):
             parent = self.ev(target.value, frame)
             key = dotted_name(target)
+            self._replace_parameter(target, value, frame)
             if key:
                 self.assign(key, value, frame)
                 if frame.function is not None and key.startswith("self."):
@@ -640,25 +704,54 @@ class Interpreter:
             self._record(target, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e for e in target.elements]
-            items = value.items if value is not None and value.kind == TUPLE else None
+            items = value.items if value is not None and value.kind == TUPLE and value.info not in ITERATORS else None
+            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
             for index, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
-                    self._bind(element.value, None, frame, None)
+                    rest = None
+                    if items is not None and len(items) >= len(elements) - 1:
+                        rest = make(TUPLE, items=items[index:len(items) - (len(elements) - index - 1)], info="list")
+                    elif value is not None and value.kind == TUPLE and value.element is not None and items is None:
+                        rest = make(TUPLE, element=value.element, info="list")
+                    self._bind(element.value, rest, frame, None)
                     continue
-                item = items[index] if items is not None and index < len(items) else None
+                position = index if star is None or index < star else (len(items) - (len(elements) - index) if items is not None else -1)
+                item = items[position] if items is not None and 0 <= position < len(items) else None
                 if items is None and value is not None and value.kind == TENSOR and value.certain and _splits(source):
                     item = value  # ``q, k, v = x.chunk(3)``: the pieces of a tensor keep its dtype
-                elif items is None and value is not None and value.info == "comprehension" and value.element is not None \
-                        and value.element.kind == TENSOR:
+                elif items is None and value is not None and value.kind == TUPLE and value.info not in ITERATORS \
+                        and value.element is not None and value.element.kind == TENSOR:
                     item = value.element  # ``q, k = (t.transpose(1, 2) for t in (q, k))``: any of them
                 self._bind(element.value, item, frame, None)
         elif isinstance(target, cst.Subscript):
-            self.ev(target.value, frame)
+            held = self.ev(target.value, frame)
             for element in target.slice:
                 if isinstance(element.slice, cst.Index):
                     self.ev(element.slice.value, frame)
+            key = dotted_name(target.value) if isinstance(target.value, (cst.Name, cst.Attribute)) else None
+            if key is not None and held is not None and held.kind in (MAPPING, TUPLE) and len(target.slice) == 1 \
+                    and isinstance(target.slice[0].slice, cst.Index) and not isinstance(held.info, checkpoints.LoadedCheckpoint):
+                self._store(key, _stored(held, target.slice[0].slice.value, value), frame)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None, frame, None)
+
+    def _replace_parameter(self, target: cst.Attribute, value: Value | None, frame: Frame) -> None:
+        """``layer.weight.data = t`` / ``layer.weight = nn.Parameter(t)``: the layer's weights are now
+        ``t``'s dtype (no cast, unlike ``copy_`` or ``load_state_dict``); a submodule so changed is
+        a part of its model with a dtype of its own."""
+        held = target.value if target.attr.value == "data" else target
+        if not (isinstance(held, cst.Attribute) and held.attr.value in ("weight", "bias")):
+            return
+        if value is None or value.kind != TENSOR or not value.dtypes or not value.dtypes <= FLOATS or value.partial:
+            return
+        module_key = dotted_name(held.value)
+        module = self._current.get(id(held.value))
+        if module_key is None or module is None or module.kind != MODULE or module.dtypes == value.dtypes:
+            return
+        changed = module.with_dtypes(value.dtypes, self.origin(target))
+        if "." in module_key:
+            changed = self._as_part(changed, target)
+        self.mutate(module_key, changed, frame)
 
     def _element(self, iterated: Value | None, node: cst.BaseExpression) -> Value | None:
         """What one iteration of ``for target in node`` binds."""
@@ -677,6 +770,8 @@ class Interpreter:
             for index, item in enumerate(iterated.items):
                 joined = item if index == 0 else join(joined, item)
             return joined
+        if iterated.kind == MODULE and iterated.items is not None:
+            return _joined(iterated.items)  # ``for block in self.blocks``
         if iterated.element is not None:
             return iterated.element
         return None
@@ -1021,29 +1116,73 @@ class Interpreter:
         return result_value(results, node, self.origin, argument)
 
     def _bind_arguments(self, info: FunctionInfo, call: cst.Call, frame: Frame, self_value, self_key) -> dict:
-        """Parameter -> (value, caller's dotted name, caller's sub-attributes)."""
+        """Parameter -> (value, caller's dotted name, caller's sub-attributes), the way Python binds
+        a call: positional arguments in order (``*seq`` spliced in when its items are known),
+        keywords by name (``**mapping`` by its known keys), the rest to ``*args`` / ``**kwargs``,
+        defaults for what is left. After a ``*seq`` or ``**mapping`` the analysis cannot read, the
+        parameters it may fill stay unknown (never their defaults)."""
         node = info.node
         positional = [*node.params.posonly_params, *node.params.params]
+        by_name = {p.name.value: p for p in (*node.params.params, *node.params.kwonly_params)}
         bound: dict[str, tuple] = {}
         index = 0
         if self_value is not None and positional:
             bound[positional[0].name.value] = (self_value, self_key, self._sub_env(self_key, frame))
             index = 1
-        by_name = {p.name.value: p for p in (*positional, *node.params.kwonly_params)}
+        extra_positional: list | None = []  # None: a ``*seq`` of unknown length came
+        extra_keywords: dict | None = {}  # None: a ``**mapping`` of unknown keys came
+
+        def place(entry) -> None:
+            nonlocal index
+            if extra_positional is None:
+                return
+            if index < len(positional):
+                bound[positional[index].name.value] = entry
+            else:
+                extra_positional.append(entry)
+            index += 1
+
+        def name(keyword: str, entry) -> None:
+            if keyword in by_name:
+                bound[keyword] = entry
+            elif extra_keywords is not None:
+                extra_keywords[keyword] = entry
+
         for arg in call.args:
-            if arg.star:
-                return {}
             value = self._current.get(id(arg.value))
+            if arg.star == "*":
+                if value is not None and value.kind == TUPLE and value.items is not None and value.info not in ITERATORS:
+                    for item in value.items:
+                        place((item, None, {}))
+                else:
+                    extra_positional = None
+                continue
+            if arg.star == "**":
+                if value is not None and value.kind == MAPPING and value.keys is not None:
+                    for keyword, item in zip(value.keys, value.items):
+                        name(keyword, (item, None, {}))
+                else:
+                    extra_keywords = None
+                continue
             key = dotted_name(arg.value) if isinstance(arg.value, (cst.Name, cst.Attribute)) else None
             entry = (value, key, self._sub_env(key, frame))
             if arg.keyword is None:
-                if index < len(positional):
-                    bound[positional[index].name.value] = entry
-                index += 1
-            elif arg.keyword.value in by_name:
-                bound[arg.keyword.value] = entry
-        for name, value in info.defaults.items():
-            bound.setdefault(name, (value, None, {}))
+                place(entry)
+            else:
+                name(arg.keyword.value, entry)
+        if extra_positional is not None and extra_keywords is not None:
+            for param, value in info.defaults.items():
+                bound.setdefault(param, (value, None, {}))
+        else:
+            for param in (*positional[index:], *node.params.kwonly_params):
+                # a default the unknown ``*seq`` / ``**mapping`` may override
+                if param.name.value not in bound and extra_keywords is not None and param in node.params.kwonly_params:
+                    bound[param.name.value] = (info.defaults.get(param.name.value), None, {})
+        star, double = node.params.star_arg, node.params.star_kwarg
+        if isinstance(star, cst.Param) and extra_positional is not None:
+            bound[star.name.value] = (make(TUPLE, items=tuple(entry[0] for entry in extra_positional)), None, {})
+        if isinstance(double, cst.Param) and extra_keywords is not None:
+            bound[double.name.value] = (_mapping(list(extra_keywords), [entry[0] for entry in extra_keywords.values()]), None, {})
         return bound
 
     @staticmethod
@@ -1095,7 +1234,7 @@ class Interpreter:
                 frame.env[param.name.value] = None
                 frame.params[param.name.value] = None
         for star in (node.params.star_arg, node.params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if isinstance(star, cst.Param) and star.name.value not in frame.env:
                 frame.env[star.name.value] = None
         self._active.append(id(node))
         try:
@@ -1169,13 +1308,31 @@ class Interpreter:
         return instance
 
     def _container(self, node: cst.Call, qualified: str) -> Value:
-        """``nn.Sequential(...)`` / ``nn.ModuleList([...])``: float32, keeping its layers' low parts."""
+        """``nn.Sequential(...)`` / ``nn.ModuleList([...])`` / ``nn.ModuleDict({...})``: float32,
+        keeping its layers in order (``items``: what calling, indexing or iterating it runs) and
+        their low parts."""
         value = make(MODULE, (self.default_float,), self.origin(node), info=qualified)
-        children: list[Value] = []
+        children: list[Value | None] | None = []
+        keys = None
         for arg in node.args:
-            if arg.keyword is None:
-                children.extend(_modules_in(self._current.get(id(arg.value))))
-        parts = merge_parts(*(_low_parts(child) for child in children))
+            if arg.keyword is not None:
+                continue
+            given = self._current.get(id(arg.value))
+            if arg.star == "*" or not qualified.endswith("Sequential"):
+                # ``nn.Sequential(*layers)``, ``nn.ModuleList([...])``: the layers a list holds
+                if given is not None and given.kind == TUPLE and given.items is not None and given.info not in ITERATORS:
+                    children.extend(given.items)
+                elif given is not None and given.kind == TUPLE and given.element is not None:
+                    children.append(given.element)  # a comprehension: one layer stands for all
+                elif given is not None and given.kind == MAPPING and given.keys is not None and not children:
+                    children, keys = list(given.items), given.keys
+                else:
+                    children = None
+                    break
+            else:
+                children.append(given)
+        parts = merge_parts(*(_low_parts(child) for child in children or ()))
+        value = value.replace(items=tuple(children), keys=keys) if children is not None else value
         return value.replace(parts=parts) if parts else value
 
     def _parameter_parts(self, module: Value, key: str | None, frame: Frame) -> tuple:
@@ -1233,7 +1390,18 @@ class Interpreter:
             decided = self._decided(node.test, frame)
             if decided is not None:
                 return self.ev(node.body if decided else node.orelse, frame)
-            return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
+            flag = _flag_of(node.test)
+            if flag is None or not frame.conditioned.get(flag[0]):
+                return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
+            saved = frame.env
+            frame.env = dict(saved)
+            self._refine(frame, flag, True)
+            body = self.ev(node.body, frame)
+            frame.env = dict(saved)
+            self._refine(frame, flag, False)
+            orelse = self.ev(node.orelse, frame)
+            frame.env = saved
+            return join(body, orelse)
         if kind is cst.BooleanOperation:
             left = self.ev(node.left, frame)
             right = self.ev(node.right, frame)
@@ -1241,27 +1409,30 @@ class Interpreter:
                 return join(left, right)
             return None
         if kind in (cst.Tuple, cst.List):
-            items = []
+            pieces = []
             for element in node.elements:
                 value = self.ev(element.value, frame)
-                if isinstance(element, cst.StarredElement):
-                    return None
-                items.append(value)
+                # ``[*a, b]``: the items of ``a`` spliced in
+                pieces.append(value if isinstance(element, cst.StarredElement) else make(TUPLE, items=(value,)))
             # A list indexes like a tensor of indices (``x[rows] = src`` with ``rows = [0, 2]``).
-            return make(TUPLE, items=tuple(items), info="list" if kind is cst.List else None)
+            return _concatenated(pieces, "list" if kind is cst.List else None)
         if kind is cst.Dict:
-            element = None
-            first = True
+            keys: list[str | None] = []
+            values: list[Value | None] = []
             for item in node.elements:
                 if isinstance(item, cst.DictElement):
                     self.ev(item.key, frame)
-                    value = self.ev(item.value, frame)
-                    element = value if first else join(element, value)
-                    first = False
-                else:
-                    self.ev(item.value, frame)
-                    element = join(element, None)
-            return make(MAPPING, element=element) if element is not None else None
+                    keys.append(_string(item.key))
+                    values.append(self.ev(item.value, frame))
+                else:  # ``**other``: its keys when known
+                    other = self.ev(item.value, frame)
+                    if other is not None and other.kind == MAPPING and other.keys is not None:
+                        keys.extend(other.keys)
+                        values.extend(other.items)
+                    else:
+                        keys.append(None)
+                        values.append(other.element if other is not None and other.kind == MAPPING else None)
+            return _mapping(keys, values)
         if kind in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             return self._comprehension(node, frame)
         if kind is cst.NamedExpr:
@@ -1293,6 +1464,8 @@ class Interpreter:
         found, value = self.lookup(name, frame)
         if found:
             return value
+        if name in _CONSTANTS:
+            return make(CONST, info=_CONSTANTS[name])
         word = self._dtype_constant(node)
         if word is not None:
             return make(DTYPE, (word,), self.origin(node))
@@ -1349,7 +1522,7 @@ class Interpreter:
             sub = attrs.get(attr) if attrs is not None else None
             if sub is not None and sub.kind == MODULE:
                 # A submodule follows its model's whole-model casts.
-                return sub.replace(dtypes=base.dtypes, partial=base.partial, origins=base.origins)
+                return _retyped(sub, base.dtypes, base.origins, base.partial)
             return None
         if base.kind == INSTANCE:
             attrs = self._class_attrs(base, frame)
@@ -1401,7 +1574,19 @@ class Interpreter:
         if base.kind == MAPPING and isinstance(base.info, checkpoints.LoadedCheckpoint):
             return checkpoints.indexed(base.info, index_node, node, self.origin)
         if base.kind == MAPPING:
+            return _keyed(base, _string(index_node))
+        if base.kind == TUPLE and base.items is not None and len(node.slice) == 1 and index_node is not None:
+            # an index the analysis cannot read (``layers[i]``): any of the items
+            return _joined(base.items)
+        if base.kind == TUPLE and base.element is not None and len(node.slice) == 1 and index_node is not None:
             return base.element
+        if base.kind == MODULE and base.items and len(node.slice) == 1 and index_node is not None:
+            # ``net[0]``: a layer of an nn.Sequential / nn.ModuleList
+            if isinstance(index_node, cst.Integer) or isinstance(index_node, cst.UnaryOperation) and isinstance(index_node.expression, cst.Integer):
+                position = int(self.ctx.code_for(index_node))
+                if -len(base.items) <= position < len(base.items):
+                    return base.items[position]
+            return _joined(base.items)
         return None
 
     def _binary(self, node: cst.BinaryOperation, frame: Frame) -> Value | None:
@@ -1414,6 +1599,12 @@ class Interpreter:
             node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
         ):
             return None
+        if isinstance(node.operator, cst.Add) and left is not None and right is not None \
+                and left.kind in (TUPLE, PARAMS) and right.kind in (TUPLE, PARAMS):
+            # ``list(a.parameters()) + list(b.parameters())``, ``[x] + rest``
+            return _concatenated([left, right], left.info if left.kind == TUPLE else None)
+        if isinstance(node.operator, cst.Multiply) and left is not None and left.kind == TUPLE and right is None:
+            return _concatenated([left], left.info)  # ``[layer] * n``: any number of copies
         divide = isinstance(node.operator, cst.Divide)
         if isinstance(node.operator, cst.MatrixMultiply) and self._autocast_dtype(frame) and not (
                 left_t and left.kind == NUMPY or right_t and right.kind == NUMPY):
@@ -1515,12 +1706,14 @@ class Interpreter:
                     return value
             return self._generic_torch(qualified, node)
         if isinstance(func, cst.Attribute):
-            if callee is not None and callee.kind in (MODULE, TOKENIZER):
+            if callee is not None and callee.kind in (MODULE, TOKENIZER, INSTANCE):
                 return self._plain_call(func.attr.value, callee, node, frame)
             return self._method(func, receiver, node, frame, statement)
         if isinstance(func, cst.Name):
             return self._plain_call(func.value, callee, node, frame)
-        return None  # ``f()()``: ``func`` was evaluated once above (twice doubled the time per ``()``)
+        # any other callee (``nn.Linear(8, 2).half()(x)``, ``self.blocks[i](x)``): what it evaluated
+        # to (``func`` was evaluated once above: twice doubled the time per ``()``)
+        return self._plain_call("", callee, node, frame) if callee is not None else None
 
     def _argument_value(self, node: cst.Call, keyword: str, position: int | None = None) -> Value | None:
         arg = _arg(node, keyword, position)
@@ -1608,6 +1801,10 @@ class Interpreter:
             return make(TOKENIZER, info="processor" if lib.PROCESSOR.search(attr) else "tokenizer")
         if qualified in ("copy.deepcopy",):
             return self._first_argument(node)
+        if qualified in ("itertools.chain",):
+            # ``chain(unet.parameters(), text_encoder.parameters())``: one sequence after another
+            pieces = [self._current.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
+            return _concatenated(pieces, None) if pieces and len(pieces) == len(node.args) else None
         if qualified in lib.FLOAT64_ARRAY_FUNCTIONS:
             return make(NUMPY, (FP64,), self.origin(node))
         if qualified in loaders.DATA_LOADERS:
@@ -1709,7 +1906,7 @@ class Interpreter:
             if attr == "from_numpy":
                 data = self._first_argument(node)
                 if data is not None and data.kind == NUMPY:
-                    return data.replace(kind=TENSOR, role=None)
+                    return self._entered(data, node)
                 return make(TENSOR)
             if attr in lib.TORCH_PROMOTING:
                 return self._promote_sequence(node)
@@ -1777,12 +1974,31 @@ class Interpreter:
         if category is not None:
             return make(TENSOR, (self.default_float if category == FP32 else category,), self.origin(node))
         data = self._current.get(id(data_arg.value))
-        if data is not None and data.kind in (NUMPY, TENSOR):
+        if data is not None and data.kind == NUMPY:
+            return self._entered(data, node).replace(autocast=None)
+        if data is not None and data.kind == TENSOR:
             return data.replace(kind=TENSOR, role=None, autocast=None)
         return None
 
+    def _entered(self, data: Value, node: cst.Call) -> Value:
+        """A NumPy array made a tensor at ``node``: same dtypes; a float64 remembers where it entered."""
+        origins = []
+        for dtype, origin in data.origins:
+            if dtype == FP64 and not isinstance(origin, EntryOrigin):
+                key = ("entry", id(node), id(origin))
+                entry = self._origins.get(key)
+                if entry is None:
+                    entry = self._origins[key] = EntryOrigin(origin, node)
+                origin = entry
+            origins.append((dtype, origin))
+        return data.replace(kind=TENSOR, role=None, origins=tuple(origins))
+
     def _promote_sequence(self, node: cst.Call) -> Value | None:
         sequence = self._first_argument(node)
+        if sequence is not None and sequence.kind == TUPLE and sequence.items is None and sequence.element is not None:
+            # a list built in a loop (``chunks.append(x)``): its tensors have the element's dtypes
+            element = sequence.element
+            return element.replace(role=None) if element.kind == TENSOR and element.dtypes else None
         if sequence is None or sequence.kind != TUPLE or not sequence.items:
             return None
         result = None
@@ -1879,6 +2095,11 @@ class Interpreter:
                 continue
             if value is not None and value.kind == MODULE:
                 continue
+            if value is not None and value.kind in (TUPLE, MAPPING):
+                held = _params_held(value)  # param groups built elsewhere (``grouped``)
+                if held:
+                    found.extend(held)
+                    continue
             stack.extend(reversed(child_nodes(current)))  # (node.children rebuilds the node)
         if not found:
             return None
@@ -1931,13 +2152,52 @@ class Interpreter:
             result = self._call_local(forward, node, frame, self_value=module, self_key=key)
             if result is not None:
                 return result
+        first = self._first_argument(node)
+        if module.items is not None and info.endswith("Sequential") and len(node.args) == 1 and first is not None:
+            return self._run_layers(module, first, frame, node)
+        return self._layer_result(module, first, frame, node)
+
+    def _run_layers(self, container: Value, given: Value | None, frame: Frame, node: cst.Call) -> Value | None:
+        """An ``nn.Sequential`` called on ``given``: each layer on the previous one's output."""
+        value = given
+        for layer in container.items:
+            if value is None or layer is None or layer.kind != MODULE:
+                return None
+            value = self._apply_layer(layer, value, frame, node)
+        return value
+
+    def _apply_layer(self, layer: Value, given: Value, frame: Frame, node: cst.Call) -> Value | None:
+        """One layer of a container run on a value (not on a call's arguments)."""
+        info = layer.info if isinstance(layer.info, str) else ""
+        forward = self._local_forward(info, frame)
+        if forward is not None:
+            params = [*forward.node.params.posonly_params, *forward.node.params.params]
+            if len(params) < 2:
+                return None
+            bound = {params[0].name.value: (layer, None, {}), params[1].name.value: (given, None, {})}
+            for name, default in forward.defaults.items():
+                bound.setdefault(name, (default, None, {}))
+            returns, _, _ = self._invoke(forward, bound, frame, frame.autocast)
+            return returns
+        if layer.items is not None and info.endswith("Sequential"):
+            return self._run_layers(layer, given, frame, node)
+        return self._layer_result(layer, given, frame, node)
+
+    def _layer_result(self, module: Value, first: Value | None, frame: Frame, node: cst.Call) -> Value | None:
+        """What a torch.nn layer (or a model the analysis does not run) gives for input ``first``."""
+        info = module.info if isinstance(module.info, str) else ""
         layer = info.rsplit(".", 1)[-1] if info.startswith("torch.nn") else ""
         if lib.LOSS_CLASS.search(layer):
-            first = self._first_argument(node)
             return first.replace(role=None) if first is not None and first.kind == TENSOR else None
         data = self._semantics() if layer else None
         entry = data.entry(info) if data is not None else None
-        if self._autocast_dtype(frame):
+        autocast_on = bool(self._autocast_dtype(frame))
+        if lib.parameterless(info) and not (
+                autocast_on and (data is None or data.autocast_policy(info, self._autocast_device(frame)) is not None)):
+            # no weights: the output has the input's dtype (``nn.Dropout``, ``nn.ReLU``, pooling),
+            # also under autocast unless autocast runs the op in float32 (softmax, softplus)
+            return first.replace(role=None) if first is not None and first.kind == TENSOR else None
+        if autocast_on:
             lowers = entry is not None and data.autocast_policy(info, self._autocast_device(frame)) == "lower"
             return self._autocast_result(frame, certain=lowers, node=node)
         if entry is not None and entry.get("out") == "module":
@@ -1945,6 +2205,9 @@ class Interpreter:
             # a float16 input back in float16; a mix torch rejects keeps the parameters' dtype)
             if not module.dtypes:
                 return make(TENSOR)
+            if first is not self._first_argument(node):
+                # a layer inside a container run on the previous layer's output, not the call's
+                return module.replace(kind=TENSOR, role=None, info=None, target=None, items=None, keys=None)
             operands = op_results.gather(data, info, node, lambda expr: self._current.get(id(expr)), self.names)
             if op_results.raises_for(data, info, operands, module=module.dtypes) is not None:
                 return make(TENSOR)  # torch raises here (a rule reports it): nothing flows on
@@ -1952,9 +2215,9 @@ class Interpreter:
             if found is not None and found[0] != module.dtypes:
                 return self._op_value(found, operands, node)
             autocast = module.autocast if module.autocast != MAYBE_AUTOCAST else None
-            return module.replace(kind=TENSOR, role=None, info=None, target=None, autocast=autocast)
+            return module.replace(kind=TENSOR, role=None, info=None, target=None, items=None, keys=None,
+                                  autocast=autocast)
         if entry is not None and entry.get("out") == "same":  # no parameters: ``Dropout``, ``ReLU``
-            first = self._first_argument(node)
             return first.replace(role=None) if first is not None and first.kind == TENSOR else make(TENSOR)
         if not module.dtypes:
             return make(TENSOR)
@@ -1971,6 +2234,14 @@ class Interpreter:
                 cls = self._find_class(callee.info, frame)
                 if cls is not None:
                     return self._construct(cls, node, frame, None)
+            if callee.kind == INSTANCE and isinstance(callee.info, str):
+                # ``processor(ids, scores)``: an instance of a class of this file runs its ``__call__``
+                cls = self._find_class(callee.info, frame)
+                method = cls.methods.get("__call__") if cls is not None else None
+                info = self._function_info(method) if method is not None else None
+                if info is not None:
+                    key = dotted_name(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+                    return self._call_local(info, node, frame, callee, key)
             return None
         info = self._find_function(name, frame)
         if info is not None:
@@ -1982,6 +2253,21 @@ class Interpreter:
                 and not self.names.qualified_names(node.func):
             # ``net_g(x)`` under autocast: an unknown model runs its layers in the autocast dtype
             return self._autocast_result(frame, certain=False, node=node)
+        if name == "dict":
+            keys: list[str | None] = []
+            values: list[Value | None] = []
+            for arg in node.args:
+                given = self._current.get(id(arg.value))
+                if arg.keyword is not None:
+                    keys.append(arg.keyword.value)
+                    values.append(given)
+                elif given is not None and given.kind == MAPPING and given.keys is not None:
+                    keys.extend(given.keys)
+                    values.extend(given.items)
+                else:
+                    keys.append(None)
+                    values.append(given.element if given is not None and given.kind == MAPPING else None)
+            return _mapping(keys, values)
         if name in ("list", "tuple", "filter", "iter", "sorted", "reversed"):
             sequence = self._current.get(id(node.args[-1].value)) if node.args else None
             return sequence if sequence is not None and sequence.kind in (PARAMS, TUPLE) else None
@@ -2038,6 +2324,10 @@ class Interpreter:
             return self._tensor_method(method, receiver, node, frame)
         if kind == MAPPING and method == "get" and node.args and isinstance(receiver.info, checkpoints.LoadedCheckpoint):
             return checkpoints.indexed(receiver.info, node.args[0].value, node, self.origin)  # ``ckpt.get("ema")``
+        if kind == MAPPING and not isinstance(receiver.info, checkpoints.LoadedCheckpoint) or kind == TUPLE:
+            found = self._container_method(method, receiver, key, node, frame)
+            if found is not NOTHING:
+                return found
         if kind == NUMPY:
             return self._numpy_method(method, receiver, node)
         if kind == BATCH:
@@ -2129,6 +2419,64 @@ class Interpreter:
             return make(NUMPY, dtypes, self.origin(node)) if dtypes else None
         return None
 
+    def _container_method(self, method: str, receiver: Value, key: str | None, node: cst.Call, frame: Frame):
+        """Methods of a list or a dict: what they return, and how they change the one named ``key``
+        (NOTHING: not one the analysis reads)."""
+        args = [self._current.get(id(a.value)) for a in node.args if a.keyword is None and not a.star]
+        if receiver.kind == MAPPING:
+            if method in ("get", "pop") and node.args:
+                found = _keyed(receiver, _string(node.args[0].value))
+                return join(found, args[1]) if len(args) > 1 else found
+            if method == "values":
+                return make(TUPLE, items=(), element=receiver.element, info="values")
+            if method == "items":
+                return make(TUPLE, items=(), element=make(TUPLE, items=(None, receiver.element)), info="items")
+            if method == "copy":
+                return receiver
+            if method in ("update", "setdefault") and key is not None:
+                if method == "update" and len(args) == 1 and args[0] is not None and args[0].kind == MAPPING \
+                        and args[0].keys is not None and receiver.keys is not None:
+                    merged = dict(zip(receiver.keys, receiver.items))
+                    merged.update(zip(args[0].keys, args[0].items))
+                    self._store(key, _mapping(list(merged), list(merged.values())), frame)
+                else:
+                    given = [v for v in args if v is not None and v.kind == MAPPING]
+                    self._store(key, _mapping([None], [_joined([receiver.element, *(v.element for v in given)])]), frame)
+            return NOTHING
+        if receiver.info in ITERATORS:
+            return NOTHING
+        if method in ("append", "insert", "extend") and key is not None and args:
+            added = args[-1]
+            if method == "extend":
+                grown = _concatenated([receiver, added], "list")
+            else:
+                grown = _concatenated([receiver, make(TUPLE, items=(added,))], "list")
+            if grown is not None and grown.kind == TUPLE and grown.items is not None:
+                grown = make(TUPLE, element=_joined(grown.items), info="list")  # (a loop appends any number)
+            self._store(key, grown, frame)
+            return None
+        if method == "pop":
+            if receiver.items and (not node.args or isinstance(node.args[0].value, cst.Integer)):
+                position = int(node.args[0].value.value) if node.args else -1
+                if -len(receiver.items) <= position < len(receiver.items):
+                    if key is not None:
+                        rest = list(receiver.items)
+                        rest.pop(position)
+                        self._store(key, make(TUPLE, items=tuple(rest), info=receiver.info), frame)
+                    return receiver.items[position]
+                return None
+            return _joined(receiver.items) if receiver.items else receiver.element
+        if method == "copy":
+            return receiver
+        return NOTHING
+
+    def _store(self, key: str, value: Value | None, frame: Frame) -> None:
+        """A list or dict changed in place: the caller of this frame sees it too when it passed it."""
+        frame.env[key] = value
+        head = key.split(".", 1)[0]
+        if frame.function is not None and (head in frame.params or head == "self"):
+            frame.mutations[key] = value
+
     def _is_cast(self, method: str, node: cst.Call) -> bool:
         if method in lib.CAST_METHODS and not node.args:
             return True
@@ -2186,9 +2534,14 @@ class Interpreter:
         if base is not None:
             fields = {"role": base.role, "info": base.info, "target": base.target}
         if not dtypes:
-            return Value(kind=kind, **fields)
+            return _retyped(Value(kind=kind, **fields, items=base.items if base is not None else None,
+                                  keys=base.keys if base is not None else None), frozenset(), (), False)
         value = make(kind, dtypes, self.origin(node), **fields)
-        return value.replace(partial=True) if source is not None and source.partial else value
+        value = value.replace(partial=True) if source is not None and source.partial else value
+        if kind == MODULE and base is not None and base.items is not None:
+            # a container's cast casts every layer it holds
+            value = _retyped(value.replace(items=base.items, keys=base.keys), value.dtypes, value.origins, value.partial)
+        return value
 
     def _module_method(self, method, receiver, key, node, frame, statement) -> Value | None:
         cast = self._cast_value(receiver, MODULE, method, node)
@@ -2203,7 +2556,10 @@ class Interpreter:
                 self.mutate(key, cast, frame)
             return cast
         if method == "register_buffer" and key is not None and len(node.args) >= 2 and _string(node.args[0].value):
-            self.assign(f"{key}.{_string(node.args[0].value)}", self._current.get(id(node.args[1].value)), frame)
+            buffer = self._current.get(id(node.args[1].value))
+            if buffer is not None and buffer.kind == TENSOR:
+                buffer = buffer.replace(role="buffer")  # a module cast casts its floating buffers
+            self.assign(f"{key}.{_string(node.args[0].value)}", buffer, frame)
             return None
         if method in ("parameters", "named_parameters"):
             module = receiver
@@ -2218,6 +2574,17 @@ class Interpreter:
                          parts=parts)
         if method in lib.MODULE_SELF_METHODS or method in ("to", "type"):
             return receiver  # a device move or a no-op: same module, same dtype
+        if method == "_apply":
+            # ``module._apply(fn)`` converts every parameter and buffer with ``fn`` (what ``.half()``
+            # is built on): the dtype ``fn`` casts to when it is a readable lambda, else unknown
+            dtypes = self._applied_cast(node)
+            changed = make(MODULE, dtypes, self.origin(node) if dtypes else None, info=receiver.info if receiver else None)
+            if receiver is not None:
+                changed = _retyped(changed.replace(items=receiver.items, keys=receiver.keys), changed.dtypes,
+                                   changed.origins, False)
+            if key is not None:
+                self.mutate(key, changed, frame)
+            return changed
         if method in ("forward", "__call__"):
             return self._module_call(receiver, node, frame)
         if method == "generate":
@@ -2239,9 +2606,37 @@ class Interpreter:
                 return self._call_local(info, node, frame, receiver, key)
         return None
 
+    def _applied_cast(self, node: cst.Call) -> frozenset:
+        """The dtype ``fn`` of ``module._apply(fn)`` casts floating tensors to: ``lambda t: t.half()``,
+        ``lambda t: t.to(torch.bfloat16) if t.is_floating_point() else t``; empty when unknown."""
+        fn = node.args[0].value if node.args else None
+        if not isinstance(fn, cst.Lambda):
+            return frozenset()
+        body = fn.body
+        if isinstance(body, cst.IfExp):  # the cast on one side, the tensor unchanged on the other
+            params = {p.name.value for p in fn.params.params}
+            sides = [body.body, body.orelse]
+            unchanged = [side for side in sides if isinstance(side, cst.Name) and side.value in params]
+            body = next((side for side in sides if side not in unchanged), None) if len(unchanged) == 1 else None
+        if not isinstance(body, cst.Call) or not isinstance(body.func, cst.Attribute):
+            return frozenset()
+        method = body.func.attr.value
+        if method in lib.CAST_METHODS and not body.args:
+            return frozenset({lib.CAST_METHODS[method]})
+        if method in ("to", "type"):  # (the lambda's body is not run: read the dtype as written)
+            words = {self._dtype_constant(a.value) for a in body.args if a.keyword is None or a.keyword.value == "dtype"}
+            words.discard(None)
+            return frozenset(words) if len(words) == 1 else frozenset()
+        return frozenset()
+
     def _tensor_method(self, method: str, receiver: Value, node: cst.Call, frame: Frame) -> Value | None:
         cast = self._cast_value(receiver, TENSOR, method, node)
         if cast is not NOTHING:
+            if cast is not None and receiver.certain and cast.dtypes == receiver.dtypes \
+                    and isinstance(receiver.origin_of(receiver.dtype), EntryOrigin):
+                # a cast to the dtype it has returns the tensor itself: still NumPy's float64
+                # (``torch.from_numpy(features).double()``)
+                return receiver.replace(role=None, target=None, autocast=None)
             if cast is not None:
                 return cast.replace(role=None, target=None, autocast=None)
             return cast
@@ -2307,6 +2702,118 @@ class Interpreter:
         return None
 
 
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _flag_of(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """(the flag, its truth when the test holds) for ``flag`` / ``not flag`` / ``args.fp16``."""
+    truth = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, truth = test.expression, not truth
+    key = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    return (key, truth) if key else None
+
+
+def _retyped(value: Value | None, dtypes, origins, partial: bool, keep_parts: bool = False) -> Value | None:
+    """A module given a new dtype as a whole (a cast, its owner's dtype): its layers too. With
+    ``keep_parts``, a layer with a low dtype of its own (``dtype=`` at construction) keeps it."""
+    if value is None or value.kind != MODULE:
+        return value
+    if keep_parts and part_dtypes(value):
+        return value.replace(partial=True) if not dtypes or partial else value
+    items = value.items
+    if items is not None:
+        items = tuple(_retyped(item, dtypes, origins, partial, keep_parts) for item in items)
+    return value.replace(dtypes=frozenset(dtypes), origins=tuple(origins), partial=partial, items=items)
+
+
+def _concatenated(pieces: list, info: str | None) -> Value | None:
+    """The sequence ``pieces`` make one after another: exact items when every piece's are
+    known, parameters when every piece is parameters, else one ``element`` standing for any
+    item (None: nothing known)."""
+    if any(piece is None for piece in pieces):
+        return None
+    if pieces and all(piece.kind == PARAMS for piece in pieces):
+        return _joined(pieces)
+    if all(piece.kind == TUPLE and piece.items is not None and piece.info not in ITERATORS for piece in pieces):
+        return make(TUPLE, items=tuple(item for piece in pieces for item in piece.items), info=info)
+    elements = []
+    for piece in pieces:
+        if piece.kind == PARAMS:
+            elements.append(make(TENSOR, piece.dtypes, None, role="param", target=piece.target)
+                            .replace(partial=piece.partial, origins=piece.origins))
+        elif piece.kind == TUPLE and piece.items is not None and piece.info not in ITERATORS:
+            elements.extend(piece.items)
+        elif piece.kind == TUPLE and piece.element is not None:
+            elements.append(piece.element)
+        else:
+            return None
+    return make(TUPLE, element=_joined(elements), info="list") if elements else None
+
+
+def _stored(held: Value, index: cst.BaseExpression, value: Value | None) -> Value | None:
+    """A dict or list after ``held[index] = value``."""
+    if held.kind == MAPPING:
+        key = _string(index)
+        if key is not None and held.keys is not None:
+            keys, items = list(held.keys), list(held.items)
+            if key in keys:
+                items[keys.index(key)] = value
+            else:
+                keys.append(key)
+                items.append(value)
+            return _mapping(keys, items)
+        existing = list(held.items) if held.keys is not None else [held.element]
+        return _mapping([None], [_joined([*existing, value])])
+    if held.info in ITERATORS:
+        return held
+    if held.items is not None and isinstance(index, cst.Integer) and -len(held.items) <= int(index.value) < len(held.items):
+        items = list(held.items)
+        items[int(index.value)] = value
+        return make(TUPLE, items=tuple(items), info=held.info)
+    return _concatenated([held, make(TUPLE, items=(value,))], held.info)
+
+
+def _params_held(value: Value | None, depth: int = 0) -> list[Value]:
+    """The parameters a list or dict holds (``[{"params": model.parameters(), ...}, ...]``)."""
+    if value is None or depth > 3:
+        return []
+    if value.kind == PARAMS:
+        return [value]
+    if value.kind not in (TUPLE, MAPPING):
+        return []
+    if value.kind == TUPLE and value.element is not None and value.element.kind == TENSOR and value.element.role == "param":
+        param = value.element
+        return [Value(kind=PARAMS, dtypes=param.dtypes, partial=param.partial, origins=param.origins, target=param.target)]
+    found = []
+    for held in (value.items if value.items is not None else (value.element,)):
+        found.extend(_params_held(held, depth + 1))
+    return found
+
+
+def _mapping(keys: list, values: list) -> Value:
+    """A dict: keyed when every key is a known string, else one joined ``element``."""
+    element = _joined(values) if values else None
+    if all(key is not None for key in keys):
+        return make(MAPPING, element=element, items=tuple(values), keys=tuple(keys))
+    return make(MAPPING, element=element)
+
+
+def _keyed(mapping: Value, key: str | None) -> Value | None:
+    """``d["k"]`` / ``d.get("k")``: the value stored under a known key, else any of them."""
+    if key is not None and mapping.keys is not None:
+        return mapping.items[mapping.keys.index(key)] if key in mapping.keys else None
+    return mapping.element
+
+
+def _joined(values) -> Value | None:
+    """The value of any one of ``values`` (None among them: partial)."""
+    result = None
+    for index, value in enumerate(values):
+        result = value if index == 0 else join(result, value)
+    return result
+
+
 class _Nothing:
     def __repr__(self) -> str:
         return "NOTHING"
@@ -2369,6 +2876,9 @@ AUTOENCODER_FIELDS = frozenset({"latent_dist", "latents", "sample"})
 # Python's own types as torch dtypes (``t.to(int)`` is int64, ``t.to(float)`` float64).
 _PYTHON_TYPES = {"int": INT, "float": FP64, "bool": BOOL}
 
+
+# TUPLE values that stand for an iterator (their ``element`` is one step), not a sequence of items.
+ITERATORS = frozenset({"enumerate", "zip", "items", "values", "modules", loaders.LOADER})
 
 # Tensor methods whose results are pieces of the tensor (``values, indices = x.sort()`` is not).
 SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"})

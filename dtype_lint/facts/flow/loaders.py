@@ -25,5 +25,6 @@ def collate(sample: Value | None) -> Value | None:
     if sample.kind == TUPLE and sample.items is not None and sample.info in (None, "list"):
         return sample.replace(items=tuple(collate(item) for item in sample.items), info=None)
     if sample.kind == MAPPING and sample.element is not None:
-        return sample.replace(element=collate(sample.element))
+        items = tuple(collate(item) for item in sample.items) if sample.items is not None else None
+        return sample.replace(element=collate(sample.element), items=items)
     return None

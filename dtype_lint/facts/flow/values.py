@@ -37,6 +37,7 @@ MAPPING = "mapping"  # a dict literal: ``{"fp16": torch.float16, ...}[args.preci
 CLASS = "class"  # a user-defined class (calling it makes an instance)
 MAYBE_AUTOCAST = "maybe"  # a module's forward may run under autocast: its precision is set elsewhere
 INSTANCE = "instance"  # an instance of a user-defined class that is not an nn.Module
+CONST = "const"  # ``True`` / ``False`` / ``None`` (``info``): a flag whose value the program writes
 UNKNOWN = "unknown"
 
 
@@ -82,6 +83,26 @@ class PartOrigin(Origin):
     part = True
 
 
+class EntryOrigin(Origin):
+    """A NumPy origin seen through the conversion that made its array a tensor: it describes (and
+    has the node of) the NumPy source, and ``entry`` is the conversion (``torch.from_numpy(a)``,
+    ``torch.tensor(a)``), where rules report: the line a fix changes."""
+
+    __slots__ = ("entry", "source")
+
+    def __init__(self, source: Origin, entry: "cst.CSTNode") -> None:
+        super().__init__(source.node, source._resolve)
+        self.entry = entry
+        self.source = source
+
+    @property
+    def numpy(self) -> bool:  # type: ignore[override]
+        return self.source.numpy
+
+    def describe(self) -> str:
+        return self.source.describe()
+
+
 def part_dtypes(value: "Value") -> frozenset:
     """The low dtypes of ``value`` that come from a part of a model (``PartOrigin``)."""
     return frozenset(d for d, origin in value.origins if d in LOW and origin.part)
@@ -103,7 +124,9 @@ class Value:
     ``MAYBE_AUTOCAST`` when the framework's precision is not known here, so neither is the region).
     ``parts``: on a module, (dtype, Origin) pairs of the low dtypes some of its submodules keep
     beyond ``dtypes`` (an ``nn.PReLU(..., dtype=torch.float16)`` inside a float32 block); a
-    whole-model cast drops them.
+    whole-model cast drops them. ``keys``: on a mapping whose keys are known strings (a dict
+    literal, ``dict(a=x)``, a function's ``**kwargs``), the key of each of ``items``. On a torch.nn
+    container (``nn.Sequential``, ``nn.ModuleList``), ``items`` are its layers in order.
     """
 
     kind: str = UNKNOWN
@@ -117,6 +140,7 @@ class Value:
     element: "Value | None" = None
     autocast: str | None = None
     parts: tuple = ()
+    keys: tuple | None = None
 
     # -- questions rules ask --------------------------------------------------------------------
     @property
@@ -201,13 +225,15 @@ def join(a: Value | None, b: Value | None) -> Value | None:
         return known if known.partial or not known.dtypes else dataclasses.replace(known, partial=True)
     if a == b:
         return a
+    if a.kind == b.kind == "tuple" and (_empty(a) or _empty(b)):
+        return b if _empty(a) else a  # a list that may still be empty adds no item of its own
     kind = a.kind if a.kind == b.kind else (b.kind if a.kind == UNKNOWN else a.kind if b.kind == UNKNOWN else UNKNOWN)
     dtypes = a.dtypes | b.dtypes
     partial = a.partial or b.partial or not a.dtypes or not b.dtypes
     seen = {d for d, _ in a.origins}
     origins = a.origins + tuple((d, o) for d, o in b.origins if d not in seen)
     items = None
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items) and a.keys == b.keys:
         items = tuple(join(x, y) for x, y in zip(a.items, b.items))
     return Value(
         kind=kind,
@@ -221,7 +247,12 @@ def join(a: Value | None, b: Value | None) -> Value | None:
         element=join(a.element, b.element) if (a.element is not None or b.element is not None) else None,
         autocast=a.autocast if a.autocast == b.autocast else None,
         parts=merge_parts(a.parts, b.parts),
+        keys=a.keys if items is not None else None,
     )
+
+
+def _empty(value: Value) -> bool:
+    return value.items == () and value.element is None
 
 
 def merge_parts(*groups) -> tuple:
