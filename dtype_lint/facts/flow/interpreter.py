@@ -20,7 +20,7 @@ from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, 
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
@@ -1586,6 +1586,9 @@ class Interpreter:
             return self._first_argument(node)
         if qualified in lib.FLOAT64_ARRAY_FUNCTIONS:
             return make(NUMPY, (FP64,), self.origin(node))
+        if qualified in lib.PIL_IMAGE_CALLS:
+            mode = lib.PIL_MODE_DTYPES.get(_string(node.args[0].value)) if attr == "new" and node.args else None
+            return make(IMAGE, (mode,) if mode else (), self.origin(node))
         if qualified in loaders.DATA_LOADERS:
             return self._data_loader(node, frame)
         if qualified in loaders.PROGRESS_BARS:
@@ -1766,6 +1769,8 @@ class Interpreter:
                 data = self._current.get(id(first.value)) if first is not None else None
                 if data is not None and data.kind == NUMPY:
                     return data
+                if data is not None and data.kind == IMAGE and data.dtypes:
+                    return make(NUMPY, data.dtypes, self.origin(node))  # ``np.asarray(img)``: its pixels
                 return None
             if attr not in lib.NUMPY_SAME_FUNCTIONS and attr[:1].islower():
                 # ufuncs and the like (np.sin, np.clip...): the array's dtype.
@@ -1960,6 +1965,11 @@ class Interpreter:
             return checkpoints.indexed(receiver.info, node.args[0].value, node, self.origin)  # ``ckpt.get("ema")``
         if kind == NUMPY:
             return self._numpy_method(method, receiver, node)
+        if kind == IMAGE:
+            if method == "convert" and node.args:
+                mode = lib.PIL_MODE_DTYPES.get(_string(node.args[0].value))
+                return make(IMAGE, (mode,) if mode else (), self.origin(node))
+            return receiver if method in lib.PIL_SAME_MODE_METHODS else None
         if kind == BATCH:
             if method == "to":
                 dtypes, source, given = self._dtype_argument(node, "dtype", None)

@@ -36,6 +36,7 @@ TUPLE = "tuple"  # a tuple whose items are known (``model, opt = accelerator.pre
 MAPPING = "mapping"  # a dict literal: ``{"fp16": torch.float16, ...}[args.precision]``
 CLASS = "class"  # a user-defined class (calling it makes an instance)
 INSTANCE = "instance"  # an instance of a user-defined class that is not an nn.Module
+IMAGE = "image"  # a PIL image; its dtypes are those of its pixels as a NumPy array (mode "RGB": uint8)
 UNKNOWN = "unknown"
 
 
