@@ -518,7 +518,8 @@ class Interpreter:
         # the value in this run (the recorded one joins every run of the node)
         found, value = self.lookup(key, frame)
         if not found or value is None or value.partial or not value.dtypes or value.kind not in kinds:
-            return None
+            constant = self.ctx.bindings.constant_bool(key) if kinds == (DTYPE,) and isinstance(test, cst.Name) else None
+            return None if constant is None else constant != negate  # ``use_lora = False``
         return outcome != negate
 
     def _loop(self, node: cst.For | cst.While, frame: Frame) -> None:
