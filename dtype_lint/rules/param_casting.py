@@ -45,6 +45,7 @@ ADAM = re.compile(r"Adam")
 # Optimizers that keep their own fp32/8-bit state or master weights: eps in fp16 is not an issue.
 OWN_STATE = re.compile(r"(bitsandbytes|bnb|apex|deepspeed|8bit|Fused|torchao)")
 FP16_TINIEST = 6e-8
+FP16_SMALLEST_NORMAL = 2.0 ** -14  # 6.1e-5
 
 
 def _dtypes(dtypes) -> str:
@@ -97,7 +98,11 @@ class HalfWholeModelTrain(Rule):
     """## What it does
     Flags `model.half()` / `model.to(torch.float16)` / `model.type(torch.HalfTensor)` on a model
     whose parameters an optimizer then trains (`torch.optim.AdamW(model.parameters())`), with no
-    adapters (PEFT) and no frozen parameters in the file.
+    adapters (PEFT) and no frozen parameters in the file. An Adam-family optimizer given an eps
+    of at least float16's smallest normal number, 6.1e-5 (`eps=1e-4`, the fix of
+    afiaka87/glide-finetune#5), marks pure float16 training chosen on purpose and set up for it:
+    not flagged (DTL404 covers eps below float16's range; an eps such as 1e-6, common in float32
+    recipes, says nothing about float16 and keeps the finding).
 
     ## Why is this bad?
     Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
@@ -142,7 +147,7 @@ class HalfWholeModelTrain(Rule):
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.norm = nn.LayerNorm(8)\nnet = Net()\nif args.fp16:\n    net.half()\n"
-            "optimizer = torch.optim.AdamW(net.parameters(), eps=1e-4)\n"
+            "optimizer = torch.optim.AdamW(net.parameters())\n"
         ),
     )
 
@@ -154,6 +159,8 @@ class HalfWholeModelTrain(Rule):
         for optimizer in flow.optimizers:
             params = optimizer.params
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
+                continue
+            if _fp16_aware_eps(optimizer):
                 continue
             origin = params.origin_of(FP16)
             cast_node = origin.node if origin is not None else None
@@ -553,6 +560,15 @@ class Fp16AdamEps(Rule):
             # under float32 adapters, whose float16 weights this optimizer never updates
             return Confidence.LOW
         return Confidence.MEDIUM
+
+
+def _fp16_aware_eps(optimizer) -> bool:
+    """An Adam-family optimizer whose eps was raised for float16: at least its smallest normal
+    number (``eps=1e-4``), where float32 recipes stay at 1e-8..1e-6."""
+    if not ADAM.search(optimizer.qualified.rsplit(".", 1)[-1]) or optimizer.eps is None:
+        return False
+    eps = _number(optimizer.eps)
+    return eps is not None and eps >= FP16_SMALLEST_NORMAL
 
 
 def _flag(call: cst.Call, helper) -> cst.BaseExpression | None:
