@@ -99,11 +99,6 @@ def from_numpy(ctx, value: Value) -> bool:
     return converted is not None and converted.kind == "tensor" and from_numpy(ctx, converted)
 
 
-def _arg_value(call: cst.Call, position: int) -> cst.BaseExpression | None:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[position].value if len(positional) > position else None
-
-
 def _cast_receiver(node: cst.CSTNode) -> cst.BaseExpression | None:
     """``x`` of ``x.double()`` / ``x.to(...)`` / ``x.type(...)``: a tensor cast in place of its data."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
@@ -838,14 +833,10 @@ class NumpyFloat64Leak(Rule):
     returns (the default collate keeps a NumPy array's float64), and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
     (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
-    passed to a head's constructor); so does an explicit `.double()` of NumPy data.
-
-    The finding is where the array became a tensor (`torch.from_numpy(...)`, `torch.tensor(...)`,
-    `torch.as_tensor(...)`), where the fix goes, and the message names the line where the
-    float64 meets the float32 model, op or loss. When that place is not one call of this file
-    (a generic `to_tensor(array)` helper, another file), the finding is at the use: a loss given
-    float64 class weights where it is called (there it raises), one never called here at its
-    `weight=`, a module at its argument.
+    passed to a head's constructor), and NumPy data cast to float64 on purpose
+    (`torch.from_numpy(features).double()`). A loss given float64 class weights is reported
+    where it is called, where it raises, the message naming where the weights come from (the
+    helper that built them may be far away); a loss this file never calls, at its `weight=`.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -869,8 +860,7 @@ class NumpyFloat64Leak(Rule):
     ```
 
     ## Fix safety
-    Unsafe: the fix appends `.float()` to the conversion (or, at a use, to the argument), which
-    drops float64 precision.
+    Unsafe: the fix appends `.float()` at the call, which drops float64 precision.
     """
 
     code = "DTL105"
@@ -889,7 +879,7 @@ class NumpyFloat64Leak(Rule):
     invalid = (
         Invalid(
             "import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x)\n",
-            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8)).float()\nmodel(x)\n",
+            fixed="import numpy as np\nimport torch\nmodel = torch.nn.Linear(8, 2)\nx = torch.from_numpy(np.random.randn(4, 8))\nmodel(x.float())\n",
         ),
         Invalid(
             "import numpy as np\nimport torch\nimport torch.nn.functional as F\npred = torch.randn(4, requires_grad=True)\ntarget = torch.tensor(np.linspace(0, 1, 4))\nloss = F.mse_loss(pred, target)\n",
@@ -941,77 +931,20 @@ class NumpyFloat64Leak(Rule):
         if leak is None or not others:
             return True
         (leak_node, value), (other_node, other) = leak, others[0]
-        self._found(
+        self.report(
             leak_node,
-            value,
             f"`{code(self.ctx, leak_node)}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) "
             f"and meets `{code(self.ctx, other_node)}`, {dtype_phrase(other)}, in `{op}`, which does not promote: "
             f"expected m1 and m2 to have the same dtype, but got: double != "
             f"{'float' if other.dtype == FP32 else 'c10::Half' if other.dtype == FP16 else 'c10::BFloat16'}; "
             f"convert the array with `.astype(np.float32)`",
-            Confidence.HIGH if self.ctx.flow.autocast_at(node) is None else Confidence.MEDIUM,
-            None,
+            confidence=Confidence.HIGH if self.ctx.flow.autocast_at(node) is None else Confidence.MEDIUM,
         )
         return True
 
     def visit_Module(self, node: cst.Module) -> None:
         self._weights: list[tuple[cst.Arg, Value, str]] = []  # float64 class weights given to a loss
         self._loss_calls: list[tuple[cst.Call, cst.BaseExpression, Value]] = []  # calls of such a loss
-        # Where NumPy float64 became a tensor (``torch.from_numpy(a)``, ``torch.tensor(a)``,
-        # ``.double()`` of such a tensor), by the NumPy origin it carries; and the leaks found.
-        self._conversions: dict[int, list[cst.Call]] = {}
-        self._leaks: list[tuple[cst.CSTNode, Value, str, Confidence, Fix | None]] = []
-
-    def _record_conversion(self, node: cst.Call) -> None:
-        value = self._leak(node)
-        if value is None:
-            return
-        origin = value.origin_of(FP64)
-        data = _cast_receiver(node) if origin.node is node else _arg_value(node, 0)
-        produced = self.ctx.flow.value_of(data) if data is not None else None
-        if origin.node is node or produced is not None and produced.kind == "numpy":
-            self._conversions.setdefault(id(origin), []).append(node)
-
-    def _found(self, node: cst.CSTNode, value: Value, message: str, confidence: Confidence, fix: Fix | None) -> None:
-        """A leak at ``node`` (``fix``: the one offered there); reported in ``leave_Module``, where
-        the array became a tensor when that is known (the fix is then a ``.float()`` there)."""
-        self._leaks.append((node, value, message, confidence, fix))
-
-    def _conversion_of(self, value: Value) -> cst.Call | None:
-        """The one call of this file that turned ``value``'s NumPy float64 into a tensor, when the
-        float64 is decided there (not by a parameter of a generic ``to_tensor(array)`` helper):
-        there the fix goes, whatever uses the tensor later."""
-        calls = self._conversions.get(id(value.origin_of(FP64)), [])
-        if len(calls) != 1:
-            return None
-        (call,) = calls
-        data = _cast_receiver(call) or _arg_value(call, 0)
-        function = self.ctx.enclosing(call, cst.FunctionDef)
-        if isinstance(data, cst.Name) and function is not None and data.value in {
-            p.name.value for p in (*function.params.params, *function.params.posonly_params, *function.params.kwonly_params)
-        }:
-            return None
-        return call
-
-    def _report_leaks(self) -> None:
-        done: set[int] = set()
-        for node, value, message, confidence, fix in self._leaks:
-            conversion = self._conversion_of(value)
-            if conversion is None:
-                self.report(node, message, confidence=confidence, fix=fix)
-                continue
-            if id(conversion) in done:
-                continue
-            done.add(id(conversion))
-            line = self.ctx.position(node).start.line
-            if fix is not None:
-                fix = Fix(Safety.UNSAFE, (suffix_edit(self, conversion, ".float()"),), "convert to float32")
-            self.report(
-                conversion,
-                f"`{code(self.ctx, conversion)}` keeps NumPy's float64, and at line {line} {message}",
-                confidence=confidence,
-                fix=fix,
-            )
 
     def _check_loss_weight(self, node: cst.Call) -> bool:
         """``nn.CrossEntropyLoss(weight=<NumPy float64>)``: the loss fails on float logits."""
@@ -1038,33 +971,29 @@ class NumpyFloat64Leak(Rule):
             fix = None
             if given is not None:
                 fix = Fix(Safety.UNSAFE, (suffix_edit(self, given[0].value, ".float()"),), "cast the weights to float32")
-            self._found(
+            self.report(
                 call,
-                weight,
                 f"`{code(self.ctx, loss_node)}` was given float64 class weights{where} "
                 f"({weight.since(FP64).replace('since ', 'from NumPy at ')}): calling it on float32 (or half) logits "
                 f"fails with 'expected scalar type Float but found Double'; build the weights with "
                 f"`dtype=torch.float32` (or `.float()`)",
-                Confidence.MEDIUM,
-                fix,
+                confidence=Confidence.MEDIUM,
+                fix=fix,
             )
         for arg, value, loss in self._weights:
             if id(value.origin_of(FP64)) in called:
                 continue
-            self._found(
+            self.report(
                 arg.value,
-                value,
                 f"the class weights `{code(self.ctx, arg.value)}` are float64 "
                 f"({value.since(FP64).replace('since ', 'from NumPy at ')}): `{loss}` on float32 (or half) "
                 f"logits fails with 'expected scalar type Float but found Double'; build them with "
                 f"`dtype=torch.float32` (or `.float()`)",
-                Confidence.MEDIUM,
-                Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+                confidence=Confidence.MEDIUM,
+                fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
             )
-        self._report_leaks()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._record_conversion(node)
         if self._check_operands(node) or self._check_loss_weight(node):
             return
         flow = self.ctx.flow
@@ -1087,14 +1016,12 @@ class NumpyFloat64Leak(Rule):
             ]
             if not others:
                 return
-            self._found(
+            self.report(
                 arg.value,
-                value,
                 f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) and meets a "
                 f"{others[0].describe()} tensor in `{loss}`: the loss is silently computed in float64 "
                 f"(or fails in backward); convert the array with `.astype(np.float32)`",
-                Confidence.MEDIUM,
-                None,
+                confidence=Confidence.MEDIUM,
             )
             return
         # a module float32 on the paths the flow knows (a parameter annotated with a module class
@@ -1117,14 +1044,13 @@ class NumpyFloat64Leak(Rule):
             confidence = Confidence.HIGH
         else:
             confidence = Confidence.LOW if module.info else Confidence.MEDIUM
-        self._found(
+        self.report(
             arg.value,
-            value,
             f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",
-            confidence,
-            fix,
+            confidence=confidence,
+            fix=fix,
         )
 
 
