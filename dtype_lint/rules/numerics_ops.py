@@ -13,6 +13,7 @@ from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_masks import may_hold_inf
 from dtype_lint.facts.numerics import (
     BF16,
     FP16,
@@ -40,7 +41,7 @@ SENSITIVE = {
     "std_mean": ((FP16,), "the variance overflows float16 for |x| > 256"),
     "norm": ((FP16,), "a norm above 65504 is inf in float16"),
     "vector_norm": ((FP16,), "a norm above 65504 is inf in float16"),
-    "softmax": ((FP16,), "float16 probabilities keep 3 significant digits and underflow below 6e-8"),
+    "softmax": ((FP16,), "its scores may hold -inf (a float16 mask overflow), and a row of -inf gives NaN probabilities"),
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
     "prod": ((FP16,), "products overflow float16 quickly"),
     "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
@@ -64,7 +65,12 @@ class LowpSensitiveOp(Rule):
     `x.pow(2).mean(-1)`, losses written with `exp`, manual softmax. Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
     powers below 2 and
-    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt` and `sum`
+    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `softmax` is flagged only
+    when its scores may hold `-inf`: an additive mask filled with `finfo.min` or `-inf` added
+    to them (`finfo(float16).min` plus a score below -16 overflows), or a fill beyond float16's
+    range (`masked_fill(mask, -1e9)`), with no clamp back to the minimum in between; torch
+    computes a float16 softmax of finite scores in float32 and only rounds the result, so a
+    `masked_fill(mask, torch.finfo(scores.dtype).min)` before it is fine. `log`, `rsqrt` and `sum`
     are left out on purpose: their float16 failures come from a vanished epsilon (DTL504) or
     from sums so large they are rare, and flagging every float16 `.sum()` would bury the rest.
     The message names the tensor's dtype and where it was set.
@@ -136,6 +142,8 @@ class LowpSensitiveOp(Rule):
             return
         if shape.name == "pow" and _is_bounded(self.ctx, tensor):
             return
+        if shape.name == "softmax" and not may_hold_inf(self.ctx, tensor):
+            return  # torch's float16 softmax reduces in float32: only a -inf row breaks it
         self._check(node, tensor, shape.name, self.ctx.code_for(node.func).strip())
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
