@@ -235,6 +235,7 @@ class Found:
     effect: Effect
     description: str  # ``Accelerator(mixed_precision="fp16")`` in words, for messages
     setting: cst.CSTNode | None = None  # the argument's value when chosen at run time (where a fix goes)
+    value: cst.CSTNode | None = None  # the argument's value as written (``True`` of ``fp16=True``)
 
 
 def _literal(node: cst.BaseExpression):
@@ -341,7 +342,7 @@ def _catalog_matches(names: ImportTable, call: cst.Call, flags: dict[str, tuple]
             shown = f'"{value}"' if isinstance(value, str) and not isinstance(value_node, cst.Integer) else value
             if source.argument in ("torch_dtype", "dtype"):
                 shown = f"torch.{value}"
-            yield Found(source.framework, call, effect, f"`{source.argument}={shown}`")
+            yield Found(source.framework, call, effect, f"`{source.argument}={shown}`", value=value_node)
 
 
 def _parsed_training_arguments(call: cst.Call, parsers: dict[str, cst.Call]) -> list[Found]:

@@ -86,7 +86,8 @@ class ScalerWithBf16(Rule):
     or whose optimizer steps bfloat16 parameters. A framework that makes its own scaler counts too:
     a bfloat16 model handed to a `Trainer` with `TrainingArguments(fp16=True)`, to
     `accelerator.prepare()` with `Accelerator(mixed_precision="fp16")`, or to Lightning's
-    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`);
+    `Trainer(precision="16-mixed").fit()` (the precision sources of `facts/precision_sources.py`),
+    reported at that setting (`fp16=True`, `mixed_precision="fp16"`: the fix changes it);
     so does a hand-made scaler in a file whose framework autocasts to bf16 (`mixed_precision="bf16"`,
     `precision="bf16-mixed"`), and one whose optimizer steps a model one part of which is built in
     bfloat16 (`nn.ModuleList([nn.Linear(d, d, dtype=torch.bfloat16) ...])`, in any file: reported
@@ -220,15 +221,16 @@ class ScalerWithBf16(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("bf16") or value.role == "peft":
                 continue
-            anchor = source.setting or call  # a run-time setting: report the setting, which the fix changes
+            # the setting, run-time or literal (``fp16=True``): the fix changes it
+            anchor = source.setting or source.value or call
             if source.effect.conditional and source.setting is None:
                 # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
                 origin = value.origin_of("bf16")
                 anchor = origin.node if origin is not None else call
             self.report(
                 anchor,
-                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
-                f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}`"
+                f" (line {_line(self.ctx, call)}) trains it with {source.description}, which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
                 " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
                 confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
