@@ -7,8 +7,8 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import config_values, precision_sources
-from dtype_lint.facts.amp import dtype_literal, is_grad_scaler, literal_bool
+from dtype_lint.facts import config_values, flag_logic, precision_sources
+from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
 from dtype_lint.facts.names import dotted_name
@@ -93,7 +93,11 @@ class ScalerWithBf16(Rule):
     bfloat16 (`nn.ModuleList([nn.Linear(d, d, dtype=torch.bfloat16) ...])`, in any file: reported
     at that layer when it is made in this file, else at the scaler).
     A config-driven dtype with a scaler built only under a condition (often the same flag that
-    picks float16) is low confidence: the rule does not relate the two conditions. Whatever the
+    picks float16) is low confidence: the rule does not relate the two conditions. It does relate
+    a scaler's `enabled=` to the test that picks bfloat16 when both are written as expressions of
+    the same flags: `enabled=use_amp` with `use_amp = args.fp16 or args.bf16` and an autocast
+    `dtype=torch.bfloat16 if args.bf16 else torch.float16` is on in the bf16 runs (medium), while
+    `enabled=(amp_dtype == torch.float16)` or `enabled=not args.bf16` is not. Whatever the
     autocast dtype, a scaler whose scaled loss (in its own function) is computed by a module the
     dtype flow knows is bfloat16 is flagged too (`model = model.to(getattr(torch,
     cfg.backbone_dtype))` with `backbone_dtype="bfloat16"` in a config object, h2o-llmstudio#628):
@@ -194,7 +198,9 @@ class ScalerWithBf16(Rule):
         wrapped = {dotted_name(call.func).rsplit(".", 1)[-1] for call in facts.scalers
                    if not is_grad_scaler(self.ctx.names, call) and dotted_name(call.func)}
         for scaler in facts.scalers:
-            enabled, _ = scaler_enabled(self.ctx, scaler)
+            enabled, flag = scaler_enabled(self.ctx, scaler)
+            if enabled is None and flag is not None:
+                self._enabled_on_bf16_runs(scaler, flag, regions)
             if enabled is not True:
                 continue
             owner = self.ctx.enclosing(scaler, cst.ClassDef)
@@ -205,6 +211,37 @@ class ScalerWithBf16(Rule):
             scope = self._scope(scaler)
             near = [region for region in regions if scope is not None and self._scope(region[0].node) is scope]
             self._check(facts, scaler, near or regions)
+
+    def _enabled_on_bf16_runs(self, scaler: cst.Call, flag: cst.BaseExpression, regions) -> None:
+        """``enabled=use_amp`` with ``use_amp = args.fp16 or args.bf16`` and an autocast whose
+        dtype is ``torch.bfloat16 if args.bf16 else torch.float16``: on the ``--bf16`` runs the
+        scaler is on and the autocast is bf16 (facts/flag_logic.py)."""
+        for info, _, _ in regions:
+            dtype_expr = self._autocast_dtype_argument(info.node)
+            condition = flag_logic.bf16_condition(self.ctx, dtype_expr)
+            if condition is None:
+                continue
+            test, value = condition
+            if flag_logic.truth(self.ctx, flag, {test: value}) is not True:
+                continue
+            when = f"`{test}`" if value else f"`not {test}`"
+            self.report(
+                scaler,
+                f"{_scaler_phrase(self.ctx, scaler)} is enabled by `{self.ctx.code_for(flag).strip()}`, which holds when"
+                f" {when} does, and then the autocast at line {_line(self.ctx, info.node)} runs in bfloat16"
+                f" (`{self.ctx.code_for(dtype_expr).strip()}`): bf16 gradients need no loss scaling and CUDA cannot"
+                " unscale them; enable the scaler only for float16 (`enabled=(amp_dtype == torch.float16)`)",
+                confidence=Confidence.MEDIUM,
+            )
+            return
+
+    def _autocast_dtype_argument(self, call: cst.Call | None) -> cst.BaseExpression | None:
+        if call is None:
+            return None
+        qualified = next(iter(self.ctx.names.qualified_names(call.func)), "")
+        _, _, position, _ = autocast_signature(qualified)
+        found = keyword(call, "dtype")
+        return found if found is not None or position is None else positional(call, position)
 
     def _framework_scaler(self, facts) -> None:
         """A bf16 model trained by a framework whose fp16 mode makes its own GradScaler."""
