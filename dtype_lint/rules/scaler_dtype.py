@@ -482,8 +482,10 @@ class Fp16TrainableParams(Rule):
     PEFT adapters. When the loss scaling is a run-time choice (`Accelerator(mixed_precision=
     args.mixed_precision)` whose flag offers "fp16", as its argparse choices or the literals the
     file compares it with say) and the weights follow the same choice (`from_pretrained(...,
-    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence and
-    sits on that load or cast. When only part of the model is float16 and the optimizer is
+    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence.
+    The finding sits on the load or cast that makes the trained weights float16 (where the fix
+    goes) when it is in the optimizer's function (for a `Trainer`, in this file), else on the
+    optimizer (or the `Trainer`). When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level). A model
@@ -572,11 +574,10 @@ class Fp16TrainableParams(Rule):
                 confidence = Confidence.LOW
             else:
                 confidence = Confidence.HIGH if certain and not conditional else Confidence.MEDIUM
-            anchor = optimizer.node
-            if conditional:
-                # Loss scaling on some runs only (a precision flag): the defect is the load or cast
-                # that follows the same flag into the trained weights; report there, where the fix goes.
-                anchor = self._fp16_cast_of(optimizer) or anchor
+            # The defect is the load or cast that makes the trained weights float16 (with loss
+            # scaling on some runs only, the one that follows the same flag): report there, where
+            # the fix goes, when it is in the optimizer's function; else at the optimizer.
+            anchor = self._fp16_cast_of(optimizer) or optimizer.node
             part = next((origin for dtype, origin in params.parts if dtype == "fp16"), None)
             what = f"{params.describe()} {params.since('fp16')}"
             if part is not None and not params.only("fp16"):
@@ -606,11 +607,15 @@ class Fp16TrainableParams(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("fp16") or value.role == "peft":
                 continue
+            origin = value.origin_of("fp16")
+            made_here = origin is not None and not isinstance(origin, WorldOrigin) and isinstance(origin.node, cst.Call) \
+                and call_name(origin.node) in FP16_CASTS
+            anchor = origin.node if made_here else call  # the load or cast, where the fix goes
             self.report(
-                call,
-                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}` trains"
-                f" it with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16 gradients.\");"
-                f" load the model in float32 and let {hint} run autocast",
+                anchor,
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}`"
+                f" (line {_line(self.ctx, call)}) trains it with {scaling}: fp16 gradients cannot be unscaled"
+                f" (\"Attempting to unscale FP16 gradients.\"); load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
 
