@@ -14,6 +14,8 @@ import re
 import libcst as cst
 
 from dtype_lint.facts import pipelines
+from dtype_lint.facts.devices import argparse_default
+from dtype_lint.facts.numerics import number
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
@@ -160,7 +162,7 @@ class HalfWholeModelTrain(Rule):
             params = optimizer.params
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
-            if _fp16_aware_eps(optimizer):
+            if _fp16_aware_eps(self.ctx, optimizer):
                 continue
             origin = params.origin_of(FP16)
             cast_node = origin.node if origin is not None else None
@@ -476,7 +478,9 @@ class DtypeToggleWithOptimizer(Rule):
 class Fp16AdamEps(Rule):
     """## What it does
     Flags `Adam`/`AdamW` (torch, transformers) built over float16 parameters with the default
-    `eps=1e-8` or any eps below 6e-8. High confidence when the parameters are float16 on every
+    `eps=1e-8` or any eps below 6e-8, written as a literal, a constant of the file, or a flag
+    whose argparse default it is (`eps=args.adam_epsilon` with `add_argument("--adam_epsilon",
+    default=1e-08)`: medium at most, the runs that keep the default). High confidence when the parameters are float16 on every
     path; low when only part of the model is float16 and the optimizer gets only the parameters
     that require grad (a frozen float16 base under float32 adapters); medium otherwise.
     Whole-program (medium): an optimizer helper given an instance of a class that halves itself
@@ -536,19 +540,23 @@ class Fp16AdamEps(Rule):
                 continue
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
+            default_flag = False
             if optimizer.eps is None:
                 eps_text = "the default eps=1e-8"
             else:
-                eps = _number(optimizer.eps)
+                eps, flag = _eps_value(self.ctx, optimizer.eps)
                 if eps is None or eps >= FP16_TINIEST:
                     continue
-                eps_text = f"eps={code(self.ctx, optimizer.eps)}"
+                default_flag = flag is not None
+                eps_text = f"eps={code(self.ctx, optimizer.eps)}" + (
+                    f" (`{flag}` defaults to {eps:g})" if default_flag else "")
             self.report(
                 optimizer.node,
                 f"`{_optimizer_name(self.ctx, optimizer)}` updates float16 parameters ({dtype_phrase(params, FP16)}) with "
                 f"{eps_text}, which is 0 in float16 (smallest subnormal 6e-8): a zero second moment gives 0/0 = NaN "
                 f"weights. Keep float32 master weights (autocast), or raise eps (e.g. 1e-4) as a stopgap",
-                confidence=self._confidence(params, optimizer),
+                confidence=min(self._confidence(params, optimizer), Confidence.MEDIUM) if default_flag
+                else self._confidence(params, optimizer),
             )
 
 
@@ -562,12 +570,27 @@ class Fp16AdamEps(Rule):
         return Confidence.MEDIUM
 
 
-def _fp16_aware_eps(optimizer) -> bool:
+def _eps_value(ctx, node: cst.BaseExpression) -> tuple[float | None, str | None]:
+    """An optimizer's eps as a number: a literal, a constant of the file, or the argparse default
+    of the flag it reads (``eps=args.adam_epsilon`` with ``add_argument("--adam_epsilon",
+    default=1e-08)``: the value of the runs that do not pass it), with that flag's name."""
+    found = number(ctx, node)
+    if found is not None:
+        return found.value, None
+    if isinstance(node, cst.Attribute):
+        default = argparse_default(ctx, node.attr.value)
+        found = number(ctx, default) if default is not None else None
+        if found is not None:
+            return found.value, f"--{node.attr.value}"
+    return None, None
+
+
+def _fp16_aware_eps(ctx, optimizer) -> bool:
     """An Adam-family optimizer whose eps was raised for float16: at least its smallest normal
     number (``eps=1e-4``), where float32 recipes stay at 1e-8..1e-6."""
     if not ADAM.search(optimizer.qualified.rsplit(".", 1)[-1]) or optimizer.eps is None:
         return False
-    eps = _number(optimizer.eps)
+    eps, _ = _eps_value(ctx, optimizer.eps)
     return eps is not None and eps >= FP16_SMALLEST_NORMAL
 
 
