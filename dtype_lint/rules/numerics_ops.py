@@ -45,8 +45,12 @@ SENSITIVE = {
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
     "prod": ((FP16,), "products overflow float16 quickly"),
     "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
+    "softplus": ((FP16,), "near 0 softplus is log(2)/beta, beyond float16's 65504 for beta below 1.06e-5"),
+    "sum": ((FP16,), "the sum is returned in float16 and overflows above 65504 where the mean would not"),
     "cumprod": ((FP16, BF16), "running products overflow or lose precision"),
 }
+# softplus(x, beta) is log(2) / beta at x = 0: above float16's max below this beta.
+FP16_SOFTPLUS_BETA = 0.6931471805599453 / 65504
 # Accepted spellings: torch.X, torch.linalg.X, torch.nn.functional.X and methods.
 QUALIFIED_PREFIXES = ("torch.", "torch.linalg.", "torch.nn.functional.", "torch.special.")
 
@@ -70,9 +74,14 @@ class LowpSensitiveOp(Rule):
     to them (`finfo(float16).min` plus a score below -16 overflows), or a fill beyond float16's
     range (`masked_fill(mask, -1e9)`), with no clamp back to the minimum in between; torch
     computes a float16 softmax of finite scores in float32 and only rounds the result, so a
-    `masked_fill(mask, torch.finfo(scores.dtype).min)` before it is fine. `log`, `rsqrt` and `sum`
-    are left out on purpose: their float16 failures come from a vanished epsilon (DTL504) or
-    from sums so large they are rare, and flagging every float16 `.sum()` would bury the rest.
+    `masked_fill(mask, torch.finfo(scores.dtype).min)` before it is fine. `log` and `rsqrt` are
+    left out on purpose: their float16 failures come from a vanished epsilon (DTL504). A float16
+    `sum` is flagged only where it is a mean written as a sum, divided afterwards
+    (`h.sum(dim=1) / n`, or `pooled = h.sum(1)` then `pooled / n`, pytorch/pytorch#6292): `sum`
+    returns float16 and overflows above 65504 where `mean`, reduced in float32, would not;
+    flagging every float16 `.sum()` would bury the rest. `F.softplus(x, beta=...)` is flagged
+    for a beta below 1.06e-5 (a literal, a constant or `self.beta` from an `__init__` default):
+    near 0 softplus is log(2)/beta, beyond float16's range (pytorch/pytorch#187180).
     The message names the tensor's dtype and where it was set.
 
     ## Why is this bad?
@@ -144,11 +153,27 @@ class LowpSensitiveOp(Rule):
             return
         if shape.name == "softmax" and not may_hold_inf(self.ctx, tensor):
             return  # torch's float16 softmax reduces in float32: only a -inf row breaks it
+        if shape.name == "softplus" and not self._tiny_beta(node, shape):
+            return
+        if shape.name == "sum" and not (_divided_afterwards(self.ctx, node) and self._cast_float16(tensor)):
+            return  # a float16 sum is only flagged where it is a mean written as sum / n
         self._check(node, tensor, shape.name, self.ctx.code_for(node.func).strip())
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Power) and self._big_exponent(node.right) and not _is_bounded(self.ctx, node.left):
             self._check(node, node.left, "pow", "**")
+
+    def _cast_float16(self, tensor: cst.BaseExpression) -> bool:
+        """float16 on every path, and not an autocast output (whose dtype is the last op's:
+        a model ending in LayerNorm returns float32 under autocast)."""
+        value = self.ctx.flow.value_of(tensor)
+        return value is not None and value.certain and value.dtype == FP16 and value.autocast is None
+
+    def _tiny_beta(self, node: cst.Call, shape) -> bool:
+        """``F.softplus(x, beta=1e-6)``: log(2) / beta exceeds float16's range (pytorch#187180)."""
+        beta = argument(node, "beta", 0 if shape.receiver is not None else 1)
+        found = number(self.ctx, beta.value) if beta is not None else None
+        return found is not None and 0 < found.value < FP16_SOFTPLUS_BETA
 
     def _big_exponent(self, expr: cst.BaseExpression) -> bool:
         found = number(self.ctx, expr)
@@ -174,6 +199,24 @@ class LowpSensitiveOp(Rule):
             f"outside autocast: {why}; compute it in float32 (`.float()`, or `dtype=torch.float32`)"
         )
         self.report(node, message, confidence=confidence)
+
+
+def _divided_afterwards(ctx, node: cst.Call) -> bool:
+    """``x.sum(dim) / n``, or ``pooled = x.sum(dim)`` then ``pooled / n``: a mean written as a
+    sum, whose float16 intermediate overflows where ``x.mean(dim)`` (reduced in float32) would not."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide) and parent.left is node:
+        return True
+    if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name):
+        return False
+    name = parent.targets[0].target.value
+    scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
+    for candidate in walk(scope):
+        if isinstance(candidate, cst.BinaryOperation) and isinstance(candidate.operator, cst.Divide) \
+                and isinstance(candidate.left, cst.Name) and candidate.left.value == name \
+                and any(value is node for value, _ in facts(ctx).reaching(candidate.left)):
+            return True
+    return False
 
 
 def _definitions(ctx, tensor: cst.BaseExpression) -> list[cst.BaseExpression]:
