@@ -319,7 +319,8 @@ class BceUnderAutocast(_AutocastScope):
     """## What it does
     Flags `torch.nn.functional.binary_cross_entropy` and calls of an `nn.BCELoss()` instance
     constructed in this file (`self.criterion = nn.BCELoss()` in `__init__`, called in
-    `training_step` or the loop) inside an enabled autocast block.
+    `training_step` or the loop) inside an enabled autocast block, or in a loss helper of the
+    file that is called inside one (`def gan_loss(pred, real): return F.binary_cross_entropy(...)`).
 
     ## Why is this bad?
     Under CUDA autocast these raise "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss
@@ -425,7 +426,12 @@ class BceUnderAutocast(_AutocastScope):
             return
         found = self.enclosing_autocast(node)
         if found is None:
-            return
+            # a loss helper of this file called inside a region (``gan_loss(out, True)`` in the
+            # ``with torch.autocast(...)`` block): the flow runs it under the caller's autocast
+            info = self.ctx.flow.autocast_at(node)
+            if info is None or info.node is None or info.enabled is False:
+                return
+            found = (info.node, info, f"the autocast region its function is called in")
         with_node, info, label = found
         line = self.ctx.position(with_node).start.line
         callee = self.ctx.code_for(node.func)
