@@ -329,7 +329,8 @@ class DtypeToggleWithOptimizer(Rule):
     """## What it does
     Flags a cast of a whole model (`model.float()`, `model.half()`, `model.to(torch.bfloat16)`)
     inside a training loop, after an optimizer was built over that model's parameters in another
-    dtype, when the loop does not cast it back. Also a library pipeline that holds the model
+    dtype, when the loop does not cast it back; a cast of a wrapper's `.module` (DDP,
+    DataParallel: `model.module.half()`) casts the wrapped model. Also a library pipeline that holds the model
     being trained (`Pipe.from_pretrained(..., unet=accelerator.unwrap_model(unet))`) moved with a
     low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
     validation helper of the same file): that cast reaches every component, the trained one
@@ -402,7 +403,8 @@ class DtypeToggleWithOptimizer(Rule):
                 continue
             for optimizer in flow.optimizers:
                 params = optimizer.params
-                if optimizer.target != cast.target or params is None or not params.dtypes or optimizer.order >= cast.order:
+                if _wrapped(optimizer.target) != _wrapped(cast.target) or params is None or not params.dtypes \
+                        or optimizer.order >= cast.order:
                     continue
                 if cast.dtypes == params.dtypes or self._restored(cast, params.dtypes, loop):
                     continue
@@ -583,6 +585,12 @@ def _eps_value(ctx, node: cst.BaseExpression) -> tuple[float | None, str | None]
         if found is not None:
             return found.value, f"--{node.attr.value}"
     return None, None
+
+
+def _wrapped(target: str | None) -> str | None:
+    """``model.module`` is ``model``'s own module when ``model`` is a DistributedDataParallel /
+    DataParallel / accelerate wrapper (their ``module`` attribute): one set of parameters."""
+    return target[: -len(".module")] if target is not None and target.endswith(".module") else target
 
 
 def _fp16_aware_eps(ctx, optimizer) -> bool:
