@@ -87,6 +87,7 @@ def shared_module_casts(ctx) -> list[SharedCast]:
         return []
     facts = training_facts(ctx)
     pipelines: dict[str, tuple[str, cst.Call]] = {}
+    scoped: dict[tuple[int, str], tuple[str, cst.Call]] = {}
     for call in facts.calls:
         if call_name(call) != "from_pretrained" and not call_name(call).endswith("Pipeline"):
             continue
@@ -95,14 +96,17 @@ def shared_module_casts(ctx) -> list[SharedCast]:
         if held is not None and isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
             if target:
+                # by name, and by name in its function (a cast finds the one of its own function)
                 pipelines[target] = (held, call)
+                scoped.setdefault((id(ctx.enclosing(call, cst.FunctionDef)), target), (held, call))
     if not pipelines:
         return []
     helpers = _helper_casts(ctx)
     found: list[SharedCast] = []
     for call in facts.calls:
         if call_name(call) == "to" and isinstance(call.func, cst.Attribute):
-            held = pipelines.get(dotted_name(call.func.value) or "")
+            name = dotted_name(call.func.value) or ""
+            held = scoped.get((id(ctx.enclosing(call, cst.FunctionDef)), name)) or pipelines.get(name)
             if held is not None and _low_dtype(ctx, _dtype_argument(call)):
                 found.append(SharedCast(call, call, held[0], held[1]))
             continue

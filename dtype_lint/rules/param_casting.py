@@ -18,7 +18,7 @@ from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.numerics import number
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
-from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad
+from dtype_lint.facts.training import call_name, calls_in, trains_only_requires_grad, training_facts
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -334,7 +334,9 @@ class DtypeToggleWithOptimizer(Rule):
     being trained (`Pipe.from_pretrained(..., unet=accelerator.unwrap_model(unet))`) moved with a
     low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
     validation helper of the same file): that cast reaches every component, the trained one
-    included (huggingface/diffusers#13895, #9565), while `from_pretrained`'s own `torch_dtype`
+    included (huggingface/diffusers#13895, #9565), also when a helper of the file builds the
+    pipeline from the trained module it is given, casts it, and is called from the training loop
+    (reported at the cast), while `from_pretrained`'s own `torch_dtype`
     leaves passed modules alone (diffusers hands a passed component through as it is). In a
     project check the validation helper may live in another file (`log_validation(pipeline, args,
     accelerator, weight_dtype)` in validation.py): the finding is then at the loop's optimizer
@@ -423,9 +425,26 @@ class DtypeToggleWithOptimizer(Rule):
 
     def _shared_pipeline_casts(self) -> None:
         """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
-        for shared in pipelines.shared_module_casts(self.ctx):
+        shared_casts = pipelines.shared_module_casts(self.ctx)
+        through_helpers = {id(shared.cast) for shared in shared_casts if shared.site is not shared.cast}
+        for shared in shared_casts:
             loop = self._loop_with_step(shared.site)
             if loop is None:
+                if id(shared.cast) in through_helpers:
+                    continue  # the caller's pipeline handed to this helper: reported through the call
+                # a validation helper that builds the pipeline from the trained module it is
+                # given and casts it, called from the training loop
+                called = self._called_in_training_loop(shared.site)
+                if called is None:
+                    continue
+                self.report(
+                    shared.cast,
+                    f"this casts the pipeline built at line {_line(self.ctx, shared.pipeline)}, which holds `{shared.module}`,"
+                    f" the module the training loop trains (this function is called at line {_line(self.ctx, called)}):"
+                    " `.to(dtype=...)` casts every component, so the trained weights become low precision mid-training"
+                    " and stay so after validation; move the pipeline with `.to(device)` only",
+                    confidence=Confidence.MEDIUM,
+                )
                 continue
             if shared.helper is not None:
                 self._report_helper_cast(shared, loop)
@@ -454,6 +473,17 @@ class DtypeToggleWithOptimizer(Rule):
             " `.to(device)` only",
             confidence=Confidence.MEDIUM,
         )
+
+    def _called_in_training_loop(self, node: cst.CSTNode) -> cst.Call | None:
+        """A call, inside a training loop of this file, of the function ``node`` is in."""
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if function is None:
+            return None
+        for call in training_facts(self.ctx).calls:
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value \
+                    and self._loop_with_step(call) is not None:
+                return call
+        return None
 
     def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = self.ctx.parent(node)
