@@ -370,10 +370,13 @@ class LowpModelFp32Input(Rule):
 # -- DTL102 -----------------------------------------------------------------------------------
 class PartialLowpCast(Rule):
     """## What it does
-    Flags two ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
+    Flags three ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
     a new `torch.nn` layer (a classification head, an adapter) attached to a model *after* the
-    whole model was cast to low precision, and a cast of one submodule (`model.encoder.half()`)
-    of a float32 model that is then called as a whole, with no autocast region around the call.
+    whole model was cast to low precision, a cast of one submodule (`model.encoder.half()`)
+    of a float32 model that is then called as a whole, with no autocast region around the call,
+    and some parameters of a low-precision model upcast by hand (`for p in model.parameters():
+    if p.dim() == 1: p.data = p.data.float()`, huggingface/peft#88) before the model is called
+    outside autocast.
 
     ## Why is this bad?
     The forward pass hands the half-precision activations of one part to the float32 weights of
@@ -420,6 +423,7 @@ class PartialLowpCast(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._calls: dict[str, list[cst.Call]] = {}
         self._heads: list[tuple[cst.Assign, str, Value, Value]] = []
+        self._upcasts: list[tuple[cst.Assign, str, Value, cst.If]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         module, module_node = callee_module(self.ctx, node)
@@ -427,9 +431,33 @@ class PartialLowpCast(Rule):
         if key and self.ctx.flow.autocast_at(node) is None:
             self._calls.setdefault(key, []).append(node)
 
+    def _selective_upcast(self, node: cst.Assign) -> None:
+        """``for p in model.parameters(): if p.dim() == 1: p.data = p.data.float()`` on a low
+        precision model: some of its layers (norms, biases) become float32 (peft#88)."""
+        target = node.targets[0].target
+        if target.attr.value != "data" or not isinstance(target.value, cst.Name):
+            return
+        new = self.ctx.flow.value_of(node.value)
+        if new is None or new.kind != "tensor" or not new.certain or new.dtype != FP32:
+            return
+        branch = self.ctx.enclosing(node, cst.If, cst.For)
+        loop = self.ctx.enclosing(node, cst.For)
+        if not isinstance(branch, cst.If) or loop is None or self.ctx.enclosing(branch, cst.For) is not loop:
+            return
+        iterated = loop.iter
+        if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute)
+                and iterated.func.attr.value in ("parameters", "named_parameters")):
+            return
+        model_key = dotted_name(iterated.func.value)
+        model = self.ctx.flow.value_of(iterated.func.value)
+        if model_key is None or model is None or model.kind != "module" or not model.certain or model.dtype not in LOW:
+            return
+        self._upcasts.append((node, model_key, model, branch))
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
             return
+        self._selective_upcast(node)
         target = node.targets[0].target
         parent = self.ctx.flow.value_of(target.value)
         new = self.ctx.flow.value_of(node.value)
@@ -464,6 +492,20 @@ class PartialLowpCast(Rule):
                 f"{dtype_phrase(parent)}; {where} mixes {LONG_NAMES[parent.dtype]} and float32 outside autocast "
                 f"(mat1 and mat2 must have the same dtype). Attach layers before casting the model",
                 confidence=Confidence.HIGH,
+            )
+        for assign, model_key, model, branch in self._upcasts:
+            line = self.ctx.position(assign).start.line
+            calls = [c for c in self._calls.get(model_key, ()) if self.ctx.position(c).start.line > line]
+            if not calls:
+                continue
+            self.report(
+                assign,
+                f"this upcasts the parameters of `{model_key}` ({dtype_phrase(model)}) that the `if` at line"
+                f" {self.ctx.position(branch).start.line} selects: their layers now compute in float32 and hand float32"
+                f" activations to the {LONG_NAMES[model.dtype]} layers around them, and `{model_key}(...)` at line"
+                f" {self.ctx.position(calls[0]).start.line} runs outside autocast (expected scalar type Float but found"
+                " Half); run the model under autocast, which makes the mixed dtypes meet safely",
+                confidence=Confidence.MEDIUM,
             )
         for cast in flow.module_casts:
             if "." not in cast.target or not cast.dtypes or not cast.dtypes <= LOW or cast.target.startswith("self."):
