@@ -870,7 +870,9 @@ class NumpyFloat64Leak(Rule):
     `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
-    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
+    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`,
+    and the `weight=` of a functional loss such as `F.cross_entropy`, whose logits a model of
+    the file does not make float64).
     Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
     returns (the default collate keeps a NumPy array's float64), and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
@@ -1056,6 +1058,20 @@ class NumpyFloat64Leak(Rule):
                 v for a, v in values
                 if v is not None and v.kind == "tensor" and v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
             ]
+            weight = arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight")
+            if not others and weight and not any(
+                    v is not None and FP64 in v.dtypes for a, v in values if a is not arg):
+                # ``F.cross_entropy(logits, y, weight=w)``: the class weights must have the logits'
+                # dtype, and a model's logits are not float64 unless the file made it so
+                self.report(
+                    arg.value,
+                    f"the class weights `{argument}` are float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}):"
+                    f" `{loss}` on float32 (or half) logits fails with 'expected scalar type Float but found Double';"
+                    " build them with `dtype=torch.float32` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                    fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+                )
+                return
             if not others:
                 return
             self.report(
