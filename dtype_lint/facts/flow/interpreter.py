@@ -2315,8 +2315,16 @@ SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "hspl
 
 
 def _splits(source) -> bool:
+    """``x.chunk(3)`` / ``x.unbind(0)``, and a tensor method's result unpacked along its first
+    dimension (``q, k, v = qkv.view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)``): pieces of one tensor.
+    (A module's result may be a tuple the flow holds as its first tensor: not these.)"""
     return isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
-        and source.func.attr.value in SPLITTING_METHODS and dotted_name(source.func.value) != "torch"
+        and (source.func.attr.value in SPLITTING_METHODS or source.func.attr.value in RESHAPING_METHODS) \
+        and dotted_name(source.func.value) != "torch"
+
+
+# Tensor methods that only rearrange a tensor: unpacking their result iterates its first dimension.
+RESHAPING_METHODS = frozenset("view reshape permute transpose flatten unflatten movedim contiguous".split())
 
 
 def _looks_like_module(expr: cst.BaseExpression) -> bool:
