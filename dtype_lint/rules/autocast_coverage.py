@@ -1,5 +1,7 @@
 """DTL211 train-forward-outside-autocast: the model's forward runs under autocast where the
-program evaluates it and outside autocast where it trains it."""
+program evaluates it and outside autocast where it trains it. DTL212 autocast-cache-no-grad: a
+module run under `no_grad` inside an autocast region and then run again with grad in the same
+region."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.library import EVAL_FUNCTION
+from dtype_lint.facts.flow.library import EVAL_FUNCTION, MODEL_NAME
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import calls_in, is_backward, is_scaled_backward, training_facts
 from dtype_lint.findings import Confidence
@@ -144,3 +146,103 @@ class TrainForwardOutsideAutocast(Rule):
         if any(is_backward(c) or is_scaled_backward(c) for c in calls_in(function.body)):
             return True
         return TRAINING_FUNCTION.search(function.name.value) is not None
+
+
+class AutocastCacheNoGrad(Rule):
+    """## What it does
+    Flags a `with torch.no_grad():` (or `torch.inference_mode()`) block inside an autocast
+    region that runs a module which the same autocast region runs again afterwards outside the
+    `no_grad` block (a stop-gradient target branch followed by the online branch, an EMA teacher
+    sharing layers), unless the region was opened with `cache_enabled=False`.
+
+    ## Why is this bad?
+    Autocast caches the low-precision copies of a module's weights for the whole region. Made
+    under `no_grad`, the cached copies have no autograd history, and the later forward reuses
+    them: its output has no `grad_fn` through those weights, `loss.backward()` raises "element 0
+    of tensors does not require grad" or silently leaves the weights without gradients
+    (pytorch/pytorch#105211, #112583).
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        with torch.no_grad():
+            target = encoder(view_b)
+        online = encoder(view_a)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+        target = encoder(view_b)
+    with torch.autocast("cuda", dtype=torch.float16):
+        online = encoder(view_a)
+    ```
+
+    ## Fix safety
+    No fix: splitting the region or disabling its cache (`cache_enabled=False`) are both choices.
+    """
+
+    code = "DTL212"
+    name = "autocast-cache-no-grad"
+    summary = "Module run under no_grad inside autocast, then with grad in the same region"
+    triggers = (exact_word("autocast"),)
+    required_triggers = ((exact_word("no_grad"), exact_word("inference_mode")),)
+    valid = (
+        "import torch\nwith torch.no_grad(), torch.autocast('cuda'):\n    t = encoder(b)\nwith torch.autocast('cuda'):\n    o = encoder(a)\n",
+        "import torch\nwith torch.autocast('cuda', cache_enabled=False):\n    with torch.no_grad():\n        t = encoder(b)\n    o = encoder(a)\n",
+    )
+    invalid = (
+        Invalid("import torch\nwith torch.autocast('cuda'):\n    with torch.no_grad():\n        t = encoder(b)\n    o = encoder(a)\n"),
+        Invalid(
+            "import torch\ndef step(model, teacher_in, x):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "        with torch.inference_mode():\n            target = model.backbone(teacher_in)\n"
+            "        pred = model.backbone(x)\n    return pred, target\n"
+        ),
+    )
+
+    def visit_With(self, node: cst.With) -> None:
+        facts = training_facts(self.ctx)
+        info = facts.autocast_of_with(node)
+        if info is None or info.enabled is False or _cache_disabled(info.node):
+            return
+        body = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
+        for index, statement in enumerate(body):
+            if not (isinstance(statement, cst.With) and any(_no_grad(self.ctx, item.item) for item in statement.items)):
+                continue
+            inside = {dotted_name(c.func) for c in calls_in(statement.body)} - {None}
+            for later in body[index + 1:]:
+                again = next((c for c in calls_in(later) if dotted_name(c.func) in inside
+                              and self._is_module(c.func)), None)
+                if again is not None:
+                    self.report(
+                        next(item.item for item in statement.items if _no_grad(self.ctx, item.item)),
+                        f"`{self.ctx.code_for(again.func)}` runs here under no_grad inside the autocast region of"
+                        f" line {self.ctx.position(node).start.line}, and again with grad at line"
+                        f" {self.ctx.position(again).start.line}: autocast reuses the weight copies it cached"
+                        " without autograd history, so that forward has no grad_fn through them; close the autocast"
+                        " region around the no_grad block (or open it with `cache_enabled=False`)",
+                        confidence=Confidence.MEDIUM,
+                    )
+                    return
+
+    def _is_module(self, func: cst.BaseExpression) -> bool:
+        """A module by the dtype flow, or, unknown to it, by a model-like name (``encoder``,
+        ``model.backbone``); never a function of torch or of this file."""
+        value = self.ctx.flow.value_of(func)
+        if value is not None and value.kind != "unknown":
+            return value.kind == "module"
+        name = dotted_name(func)
+        if name is None or self.ctx.names.qualified_names(func) or name in training_facts(self.ctx).functions:
+            return False
+        return MODEL_NAME.search(name.rsplit(".", 1)[-1]) is not None
+
+
+def _cache_disabled(call: cst.Call | None) -> bool:
+    if call is None:
+        return False
+    return any(a.keyword is not None and a.keyword.value == "cache_enabled" and isinstance(a.value, cst.Name)
+               and a.value.value == "False" for a in call.args)
+
+
+def _no_grad(ctx, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and ctx.names.matches(expr.func, "torch.no_grad", "torch.inference_mode") is not None
