@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import pipelines
+from dtype_lint.facts import branch_conditions, pipelines
 from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.numerics import number
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
@@ -104,7 +104,10 @@ class HalfWholeModelTrain(Rule):
     of at least float16's smallest normal number, 6.1e-5 (`eps=1e-4`, the fix of
     afiaka87/glide-finetune#5), marks pure float16 training chosen on purpose and set up for it:
     not flagged (DTL404 covers eps below float16's range; an eps such as 1e-6, common in float32
-    recipes, says nothing about float16 and keeps the finding).
+    recipes, says nothing about float16 and keeps the finding). Nor is an optimizer that takes
+    the model's parameters only on the runs where the flag that halves the model is off
+    (`params = masters if args.pure_fp16 else model.parameters()` after `if args.pure_fp16:
+    model.half()`): apex-O2 style float32 master weights (also for DTL302 and DTL404).
 
     ## Why is this bad?
     Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
@@ -165,6 +168,8 @@ class HalfWholeModelTrain(Rule):
             if _fp16_aware_eps(self.ctx, optimizer):
                 continue
             origin = params.origin_of(FP16)
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
+                continue
             cast_node = origin.node if origin is not None else None
             if not self._is_module_cast(cast_node) or id(cast_node) in reported:
                 continue
@@ -571,6 +576,9 @@ class Fp16AdamEps(Rule):
             if not ADAM.search(name) or OWN_STATE.search(optimizer.qualified):
                 continue
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
+                continue
+            origin = params.origin_of(FP16)
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
                 continue
             default_flag = False
             if optimizer.eps is None:

@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import config_values, flag_logic, precision_sources
+from dtype_lint.facts import branch_conditions, config_values, flag_logic, precision_sources
 from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
@@ -567,6 +567,9 @@ class Fp16TrainableParams(Rule):
             params = optimizer.params
             if params is None or not params.may_be("fp16") or params.role == "peft":
                 continue
+            origin = params.origin_of("fp16")
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
+                continue  # float32 masters when the model is halved, the model's own parameters otherwise
             certain = params.certain and not frozen
             if not params.only("fp16") and trains_only_requires_grad(self.ctx, optimizer.node):
                 # A mixed model whose optimizer takes only trainable parameters: the usual shape is a
