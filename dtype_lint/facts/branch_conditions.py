@@ -73,3 +73,40 @@ def runs_whenever(ctx, node: cst.CSTNode, later: cst.CSTNode) -> bool:
     one function, ``node`` written first)."""
     around = {(id(b.statement), b.holds) for b in branches(ctx, later)}
     return all((id(b.statement), b.holds) in around for b in branches(ctx, node))
+
+
+def chosen_against(ctx, optimizer_call: cst.Call, origin: cst.CSTNode | None) -> bool:
+    """The optimizer's parameters are a choice ``masters if flag else model.parameters()`` that
+    takes the model's parameters only when ``flag`` is false, while the model became low
+    precision only under ``if flag:`` (the cast itself, or every call of the helper that casts
+    it, sits in that branch): the two never meet in one configuration (apex-O2 style
+    ``network_to_half`` with float32 master weights)."""
+    from dtype_lint.facts import flag_logic
+
+    if origin is None or not optimizer_call.args:
+        return False
+    params = optimizer_call.args[0].value
+    if isinstance(params, cst.Name):
+        params = flag_logic.binding(ctx, params)
+    if not isinstance(params, cst.IfExp):
+        return False
+    test, positive = _normalized(ctx, params.test)
+    if _calls_parameters(params.body) and not _calls_parameters(params.orelse):
+        model_when = positive
+    elif _calls_parameters(params.orelse) and not _calls_parameters(params.body):
+        model_when = not positive
+    else:
+        return False
+    sites = [origin]
+    function = ctx.enclosing(origin, cst.FunctionDef)
+    if function is not None and not any(b.test == test for b in branches(ctx, origin)):
+        # a helper that casts: where it is called
+        sites = [n for n in ctx.all_nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                 and n.func.value == function.name.value]
+    if not sites:
+        return False
+    return all(any(b.test == test and b.holds != model_when for b in branches(ctx, site)) for site in sites)
+
+
+def _calls_parameters(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "parameters"

@@ -56,7 +56,8 @@ def _parameter_default(scope: cst.CSTNode, name: str) -> cst.BaseExpression | No
 
 
 def argparse_default(ctx, attribute: str) -> cst.BaseExpression | None:
-    """``default="cpu"`` of ``parser.add_argument("--device", ...)`` for ``opt.device``."""
+    """``default="cpu"`` of ``parser.add_argument("--device", ...)`` for ``opt.device`` (the
+    value on the runs that do not pass the flag)."""
     flags = {f"--{attribute}", f"--{attribute.replace('_', '-')}"}
     for call in training_facts(ctx).calls:
         if call_name(call) == "add_argument" and any(string_value(a.value) in flags for a in call.args if a.keyword is None):

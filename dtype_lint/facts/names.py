@@ -185,8 +185,12 @@ class NameBindings:
         self._values: dict[str, list[cst.BaseExpression | None]] = {}
         # Names that are the whole target of an ``=`` (``fallback = autocast``), as DTL201 asks.
         self.assigned: set[str] = set()
+        # ``exec(...)`` / ``globals()`` / ``setattr(sys.modules[...])``: bindings the file does not spell.
+        self.rebinds_globals = False
         for node in nodes:
             kind = type(node)
+            if kind is cst.Call and isinstance(node.func, cst.Name) and node.func.value in ("exec", "globals", "vars"):
+                self.rebinds_globals = True
             if kind is cst.Assign:
                 for target in node.targets:
                     if type(target.target) is cst.Name:
@@ -216,6 +220,17 @@ class NameBindings:
 
     def _bind(self, name: str, value: cst.BaseExpression | None) -> None:
         self._values.setdefault(name, []).append(value)
+
+    def constant_bool(self, name: str) -> bool | None:
+        """``use_lora = False``: the value of a name the file binds once, to ``True`` or ``False``
+        (a flag written as a constant), else None. A file that may rebind its globals at run time
+        (``exec(open(config).read())``, ``globals().update(...)``, nanoGPT's configurator) has none."""
+        values = self._values.get(name, ())
+        if len(values) != 1 or not isinstance(values[0], cst.Name) or values[0].value not in ("True", "False"):
+            return None
+        if self.rebinds_globals:
+            return None
+        return values[0].value == "True"
 
     def _bind_all(self, names: list[str], value: cst.BaseExpression | None = None) -> None:
         for name in names:

@@ -223,6 +223,26 @@ class NumericsFacts:
                 return [(module_bindings[0].value, self.ctx.module)]
         return []
 
+    def passed(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """What a parameter of a function of this file holds: the arguments its calls in this file
+        pass for it (``attention(q, k, v, make_mask(pad))`` for ``attention_mask``), when ``name``
+        is a parameter of a plain function (not a method) that nothing in the function rebinds."""
+        function = self.ctx.enclosing(name, cst.FunctionDef)
+        if function is None or self.ctx.enclosing(function, cst.ClassDef) is not None:
+            return []
+        if self.scope_for(function).all(name.value):
+            return []
+        params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        if name.value not in params and name.value not in {p.name.value for p in function.params.kwonly_params}:
+            return []
+        index = params.index(name.value) if name.value in params else None
+        found = []
+        for call in self._constructions(function.name.value):
+            arg = argument(call, name.value, index)
+            if arg is not None:
+                found.append(arg.value)
+        return found
+
     def _dominates(self, assignment: cst.CSTNode, use: cst.CSTNode) -> bool:
         statement = self.ctx.parent(assignment)
         block = self.ctx.parent(statement) if statement is not None else None

@@ -276,6 +276,10 @@ class TrainingFacts:
         info = autocast_info(self.ctx.names, expr)
         if info is not None:
             return info
+        if isinstance(expr, cst.Call):
+            returned = self.returned_autocast(expr)
+            if returned is not None:
+                return returned
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
             return self._autocast_factory_call(expr)
         text = target_text(expr)
@@ -291,6 +295,26 @@ class TrainingFacts:
                     if info is not None:
                         return AutocastInfo(info.device, info.dtype, None, info.node)
         return None
+
+    def returned_autocast(self, call: cst.Call) -> AutocastInfo | None:
+        """``with amp_context():`` / ``with self.autocast_smart_context_manager():`` where the one
+        function of this file of that name returns an autocast context on every ``return``
+        (``return torch.autocast(device_type=..., dtype=amp_dtype, enabled=use_amp)``)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name = func.attr.value
+        elif isinstance(func, cst.Name):
+            name = func.value
+        else:
+            return None
+        definitions = self.functions.get(name, [])
+        if len(definitions) != 1:
+            return None
+        returns = [node.value for node in walk(definitions[0]) if isinstance(node, cst.Return)]
+        infos = [autocast_info(self.ctx.names, value) if value is not None else None for value in returns]
+        if not infos or any(info is None for info in infos):
+            return None
+        return infos[0]
 
     def _autocast_factory_call(self, call: cst.Call) -> AutocastInfo | None:
         """``amp_autocast()`` where ``amp_autocast = partial(torch.autocast, "cuda", dtype=...)``

@@ -16,7 +16,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import AutocastInfo, autocast_info, autocast_of_with
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import walk
+from dtype_lint.facts.training import training_facts, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -64,6 +64,11 @@ class _AutocastScope(Rule):
             if key is not None and key in self._bound_contexts():
                 text = self.ctx.code_for(value)
                 return self._bound_contexts()[key], f"the `{text}` autocast block"
+            if isinstance(value, cst.Call):
+                # ``with amp_context():``, a helper of the file that returns an autocast context
+                returned = training_facts(self.ctx).returned_autocast(value)
+                if returned is not None:
+                    return returned, f"the `{self.ctx.code_for(value)}` autocast block"
         return None
 
     def enclosing_autocast(self, node: cst.CSTNode) -> tuple[cst.With, AutocastInfo, str] | None:
@@ -319,7 +324,8 @@ class BceUnderAutocast(_AutocastScope):
     """## What it does
     Flags `torch.nn.functional.binary_cross_entropy` and calls of an `nn.BCELoss()` instance
     constructed in this file (`self.criterion = nn.BCELoss()` in `__init__`, called in
-    `training_step` or the loop) inside an enabled autocast block.
+    `training_step` or the loop) inside an enabled autocast block, or in a loss helper of the
+    file that is called inside one (`def gan_loss(pred, real): return F.binary_cross_entropy(...)`).
 
     ## Why is this bad?
     Under CUDA autocast these raise "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss

@@ -36,7 +36,9 @@ class AutocastNotLowp(Rule):
     - `dtype=torch.float32` (or float64) with `enabled=` tied to a flag (`enabled=amp`): the AMP
       switch turns on a float32 region;
     - `enabled=not use_amp` (or `enabled=args.fp32`): autocast is on exactly when the flag asks for
-      full precision, and off when it asks for mixed precision.
+      full precision, and off when it asks for mixed precision;
+    - the same inversion as a conditional context: `nullcontext() if use_amp else
+      torch.autocast(...)` (intel/auto-round#2393).
 
     ## Why is this bad?
     Autocast's `dtype` is the *low* precision its matmuls and convolutions run in. With float32,
@@ -135,6 +137,34 @@ class AutocastNotLowp(Rule):
             return f"`{name}` asks for full precision"
         return None
 
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """``nullcontext() if model_context.amp else torch.autocast(...)``: the autocast is the
+        context of the runs where the mixed-precision flag is off (intel/auto-round#2393)."""
+        if autocast_info(self.ctx.names, node.orelse) is not None and _null_context(self.ctx, node.body):
+            autocast_when = False
+        elif autocast_info(self.ctx.names, node.body) is not None and _null_context(self.ctx, node.orelse):
+            autocast_when = True
+        else:
+            return
+        test = node.test
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, autocast_when = test.expression, not autocast_when
+        name = _flag_name(test)
+        if not name:
+            return
+        if says_lowp(name) and not autocast_when:
+            inverted = f"`{name}` is off"
+        elif _FULL_PRECISION_FLAG.search(name) and autocast_when:
+            inverted = f"`{name}` asks for full precision"
+        else:
+            return
+        self.report(
+            node,
+            f"autocast is the context when {inverted} and the null context otherwise: the conditional inverts"
+            " the precision switch (mixed precision in the full-precision configuration and float32 in the AMP one)",
+            confidence=Confidence.MEDIUM,
+        )
+
     def _inside_autocast(self, node: cst.Call) -> bool:
         current = self.ctx.enclosing(node, cst.With)
         while current is not None:
@@ -143,3 +173,7 @@ class AutocastNotLowp(Rule):
                 return True
             current = self.ctx.enclosing(current, cst.With)
         return False
+
+
+def _null_context(ctx, node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and ctx.names.matches(node.func, "contextlib.nullcontext") is not None

@@ -6,11 +6,13 @@ facts/devices.py.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
 
-from dtype_lint.facts import devices
+from dtype_lint.facts import devices, flag_logic
+from dtype_lint.facts.amp import literal_bool, literal_string
 from dtype_lint.facts.flow.library import FP16_TRIGGERS
 from dtype_lint.facts.flow.values import FP16, Value
 from dtype_lint.facts.names import dotted_name
@@ -34,6 +36,33 @@ GPU_ONLY_DECORATOR = re.compile(r"gpu|cuda|non_cpu|accelerator|is_available", re
 EXIT_CALLS = frozenset({"exit", "quit", "_exit"})
 
 
+@dataclasses.dataclass(frozen=True)
+class Fp16Request:
+    """A library model that runs in float16 when a keyword asks for it, on the device it was
+    loaded on: ``loader(..., device=...)`` makes the model; ``methods`` of it (or the loader
+    itself, when ``methods`` is empty) take ``keyword``, whose ``value`` asks for float16."""
+
+    loader: str
+    device: str  # the loader's device keyword
+    methods: frozenset
+    keyword: str
+    value: object
+    on_cpu: str  # what the library does then, for the message
+
+
+# Library contracts (their docs and sources): openai-whisper's transcribe/decode warn "FP16 is
+# not supported on CPU; using FP32 instead" (Uberi/speech_recognition#629); faster-whisper's
+# compute_type="float16" raises on a CPU device ("Requested float16 compute type, but the
+# target device or backend do not support efficient float16 computation").
+FP16_REQUESTS = (
+    Fp16Request("whisper.load_model", "device", frozenset({"transcribe", "decode"}), "fp16", True,
+                "whisper warns \"FP16 is not supported on CPU; using FP32 instead\""),
+    Fp16Request("faster_whisper.WhisperModel", "device", frozenset(), "compute_type", "float16",
+                "faster-whisper raises \"Requested float16 compute type, but the target device or backend do not"
+                " support efficient float16 computation\""),
+)
+
+
 class Fp16OnCpu(Rule):
     """## What it does
     Flags a model cast to float16 (`.half()`, `.to(torch.float16)`, `from_pretrained(dtype=
@@ -42,7 +71,11 @@ class Fp16OnCpu(Rule):
     `device="cpu"` default, an argparse `--device` defaulting to `cpu`, `.cpu()`), or it is run by a
     script (an `if __name__ == "__main__":` entry point) that never places anything on a GPU. A float16 cast whose condition or dtype choice looks
     at the device (`half &= device.type != "cpu"`, `torch.float16 if device == "cuda" else
-    torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively). In a project
+    torch.float32`) is not flagged; bfloat16 is not either (CPUs run it natively). Libraries
+    that take float16 as a keyword are flagged where they are asked for it on a model loaded on
+    a device that may be the CPU: openai-whisper's `model.transcribe(audio, fp16=True)` after
+    `whisper.load_model(name, device=device)` (it warns and falls back to float32) and
+    faster-whisper's `WhisperModel(name, device=..., compute_type="float16")` (it raises). In a project
     check, a module loaded from a checkpoint the project saves in float16
     (`torch.load(p)["model"]` after `torch.save({"model": deepcopy(model).half()}, p)` in another
     file) counts as cast where it is loaded (medium: the load matches the save by key).
@@ -103,6 +136,7 @@ class Fp16OnCpu(Rule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        self._library_requests()
         reported: set[cst.CSTNode] = set()
         for call in training_facts(self.ctx).calls:
             use = self._fp16_use(call)
@@ -147,6 +181,43 @@ class Fp16OnCpu(Rule):
                 " (`torch.float16 if device.type == \"cuda\" else torch.float32`)",
                 confidence=confidence,
             )
+
+    def _library_requests(self) -> None:
+        """``model.transcribe(audio, fp16=True)`` on ``whisper.load_model(name, device=device)``
+        with a device that may be "cpu" (FP16_REQUESTS); a request whose value looks at the device
+        (``fp16=torch.cuda.is_available()``) is not a literal and is not flagged."""
+        for call in training_facts(self.ctx).calls:
+            for request in FP16_REQUESTS:
+                loader = self._loader_of(call, request)
+                if loader is None:
+                    continue
+                asked = keyword(call, request.keyword)
+                if asked is None or _literal(asked) != request.value:
+                    continue
+                scope = devices._scope_of(self.ctx, loader)
+                device = keyword(loader, request.device)
+                if device is None or devices.CPU not in devices.device_choices(self.ctx, device, scope):
+                    continue
+                self.report(
+                    asked,
+                    f"`{request.keyword}={self.ctx.code_for(asked)}` asks for float16, but the model is loaded on"
+                    f" `{self.ctx.code_for(device)}` (line {self.ctx.position(loader).start.line}), which may be the CPU:"
+                    f" {request.on_cpu}; ask for it on CUDA only (`{request.keyword}=torch.cuda.is_available()`)",
+                    confidence=Confidence.MEDIUM,
+                )
+
+    def _loader_of(self, call: cst.Call, request: Fp16Request) -> cst.Call | None:
+        """The loader call that made the model ``call`` uses: the call itself (a constructor that
+        takes the keyword), or the one assigned to the receiver of ``receiver.method(...)``."""
+        if not request.methods:
+            return call if self.ctx.names.matches(call.func, request.loader) else None
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in request.methods):
+            return None
+        receiver = call.func.value
+        bound = flag_logic.binding(self.ctx, receiver) if isinstance(receiver, cst.Name) else None
+        if isinstance(bound, cst.Call) and self.ctx.names.matches(bound.func, request.loader):
+            return bound
+        return None
 
     def _fp16_use(self, call: cst.Call) -> tuple[cst.BaseExpression, Value, bool] | None:
         """``(model expression, its value, runs it)`` when ``call`` runs or moves a module that
@@ -263,3 +334,8 @@ class Fp16OnCpu(Rule):
                     if isinstance(inner, STOPS) or (isinstance(inner, cst.Call) and call_name(inner) in EXIT_CALLS):
                         return True
         return False
+
+
+def _literal(node: cst.BaseExpression):
+    flag = literal_bool(node)
+    return flag if flag is not None else literal_string(node)

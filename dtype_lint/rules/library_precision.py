@@ -7,7 +7,7 @@ import libcst as cst
 from dtype_lint.facts.amp import DTYPE_NAMES
 from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import keyword
+from dtype_lint.facts.training import keyword, training_facts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -196,7 +196,9 @@ class LowpEma(Rule):
     knows are float16 or bfloat16: diffusers' `EMAModel`, timm's `ModelEma`/`ModelEmaV2`/
     `ModelEmaV3`, `torch.optim.swa_utils.AveragedModel`, torch_ema's
     `ExponentialMovingAverage` and ema_pytorch's `EMA`, given e.g.
-    `copy.deepcopy(unet).to(dtype=weight_dtype)` or the parameters of a `.half()` model.
+    `copy.deepcopy(unet).to(dtype=weight_dtype)` or the parameters of a `.half()` model; and
+    such an EMA object moved with a low dtype after it was built (`ema_unet.to(device,
+    dtype=weight_dtype)`: diffusers' `EMAModel.to` casts its shadow weights).
 
     ## Why is this bad?
     These helpers keep their shadow weights in the dtype they receive. With a decay of 0.999
@@ -249,7 +251,46 @@ class LowpEma(Rule):
         ),
     )
 
+    def _ema_class(self, call: cst.BaseExpression) -> str | None:
+        if not isinstance(call, cst.Call):
+            return None
+        name = None
+        for qualified in self.ctx.names.qualified_names(call.func):
+            name = qualified.rsplit(".", 1)[-1]
+        if name is None:
+            dotted = dotted_name(call.func)
+            name = dotted.rsplit(".", 1)[-1] if dotted else None
+        return name if name in EMA_CLASSES else None
+
+    def _cast_after(self, node: cst.Call) -> None:
+        """``ema_unet.to(device, dtype=weight_dtype)`` on an EMA object built in this file:
+        diffusers' ``EMAModel.to`` (and the modules the others wrap) casts the shadow weights."""
+        receiver = dotted_name(node.func.value)
+        dtype = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+        if receiver is None or dtype is None:
+            return
+        start = self.ctx.source_order(node)[0]
+        built = [value for assign, value in training_facts(self.ctx).assignments.get(receiver, [])
+                 if self.ctx.source_order(assign)[1] < start and self._ema_class(value) is not None]
+        if not built:
+            return
+        value = self.ctx.flow.value_of(dtype)
+        if value is None or value.kind != "dtype" or not value.dtypes & {"fp16", "bf16"}:
+            return
+        low = "float16" if "fp16" in value.dtypes else "bfloat16"
+        self.report(
+            node,
+            f"this casts the shadow weights of `{receiver}` (a `{self._ema_class(built[-1])}` built at line"
+            f" {self.ctx.position(built[-1]).start.line}) to `{self.ctx.code_for(dtype).strip()}`, which is"
+            f" {value.describe()} {value.since()}: an update of (1 - decay) x the difference is below {low}'s"
+            " resolution and rounds to zero, so the EMA never moves; keep the EMA in float32 (`.to(device)` only)",
+            confidence=Confidence.HIGH if value.certain else Confidence.MEDIUM,
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to":
+            self._cast_after(node)
+            return
         name = None
         for qualified in self.ctx.names.qualified_names(node.func):
             name = qualified.rsplit(".", 1)[-1]

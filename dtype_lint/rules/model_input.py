@@ -91,7 +91,22 @@ def from_numpy(ctx, value: Value) -> bool:
     if origin.numpy:
         return True  # a NumPy array in the project function that returned it
     produced = ctx.flow.value_of(origin.node)
-    return produced is not None and produced.kind == "numpy"
+    if produced is not None and produced.kind == "numpy":
+        return True
+    # ``torch.from_numpy(features).double()``: an explicit float64 cast of NumPy data
+    receiver = _cast_receiver(origin.node)
+    if receiver is None:
+        return False
+    converted = ctx.flow.value_of(receiver)
+    return converted is not None and converted.kind == "tensor" and from_numpy(ctx, converted)
+
+
+def _cast_receiver(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """``x`` of ``x.double()`` / ``x.to(...)`` / ``x.type(...)``: a tensor cast in place of its data."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in ("double", "to", "type"):
+        return node.func.value
+    return None
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -514,10 +529,13 @@ def _aliasing_cast(ctx, module_node: cst.BaseExpression, origin) -> _Alias | Non
 # -- DTL102 -----------------------------------------------------------------------------------
 class PartialLowpCast(Rule):
     """## What it does
-    Flags two ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
+    Flags three ways a model ends up holding float16/bfloat16 and float32 layers outside autocast:
     a new `torch.nn` layer (a classification head, an adapter) attached to a model *after* the
-    whole model was cast to low precision, and a cast of one submodule (`model.encoder.half()`)
-    of a float32 model that is then called as a whole, with no autocast region around the call.
+    whole model was cast to low precision, a cast of one submodule (`model.encoder.half()`)
+    of a float32 model that is then called as a whole, with no autocast region around the call,
+    and some parameters of a low-precision model upcast by hand (`for p in model.parameters():
+    if p.dim() == 1: p.data = p.data.float()`, huggingface/peft#88) before the model is called
+    outside autocast.
 
     ## Why is this bad?
     The forward pass hands the half-precision activations of one part to the float32 weights of
@@ -564,6 +582,7 @@ class PartialLowpCast(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._calls: dict[str, list[cst.Call]] = {}
         self._heads: list[tuple[cst.Assign, str, Value, Value]] = []
+        self._upcasts: list[tuple[cst.Assign, str, Value, cst.If]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         module, module_node = callee_module(self.ctx, node)
@@ -571,9 +590,33 @@ class PartialLowpCast(Rule):
         if key and self.ctx.flow.autocast_at(node) is None:
             self._calls.setdefault(key, []).append(node)
 
+    def _selective_upcast(self, node: cst.Assign) -> None:
+        """``for p in model.parameters(): if p.dim() == 1: p.data = p.data.float()`` on a low
+        precision model: some of its layers (norms, biases) become float32 (peft#88)."""
+        target = node.targets[0].target
+        if target.attr.value != "data" or not isinstance(target.value, cst.Name):
+            return
+        new = self.ctx.flow.value_of(node.value)
+        if new is None or new.kind != "tensor" or not new.certain or new.dtype != FP32:
+            return
+        branch = self.ctx.enclosing(node, cst.If, cst.For)
+        loop = self.ctx.enclosing(node, cst.For)
+        if not isinstance(branch, cst.If) or loop is None or self.ctx.enclosing(branch, cst.For) is not loop:
+            return
+        iterated = loop.iter
+        if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute)
+                and iterated.func.attr.value in ("parameters", "named_parameters")):
+            return
+        model_key = dotted_name(iterated.func.value)
+        model = self.ctx.flow.value_of(iterated.func.value)
+        if model_key is None or model is None or model.kind != "module" or not model.certain or model.dtype not in LOW:
+            return
+        self._upcasts.append((node, model_key, model, branch))
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
             return
+        self._selective_upcast(node)
         target = node.targets[0].target
         parent = self.ctx.flow.value_of(target.value)
         new = self.ctx.flow.value_of(node.value)
@@ -608,6 +651,20 @@ class PartialLowpCast(Rule):
                 f"{dtype_phrase(parent)}; {where} mixes {LONG_NAMES[parent.dtype]} and float32 outside autocast "
                 f"(mat1 and mat2 must have the same dtype). Attach layers before casting the model",
                 confidence=Confidence.HIGH,
+            )
+        for assign, model_key, model, branch in self._upcasts:
+            line = self.ctx.position(assign).start.line
+            calls = [c for c in self._calls.get(model_key, ()) if self.ctx.position(c).start.line > line]
+            if not calls:
+                continue
+            self.report(
+                assign,
+                f"this upcasts the parameters of `{model_key}` ({dtype_phrase(model)}) that the `if` at line"
+                f" {self.ctx.position(branch).start.line} selects: their layers now compute in float32 and hand float32"
+                f" activations to the {LONG_NAMES[model.dtype]} layers around them, and `{model_key}(...)` at line"
+                f" {self.ctx.position(calls[0]).start.line} runs outside autocast (expected scalar type Float but found"
+                " Half); run the model under autocast, which makes the mixed dtypes meet safely",
+                confidence=Confidence.MEDIUM,
             )
         for cast in flow.module_casts:
             if "." not in cast.target or not cast.dtypes or not cast.dtypes <= LOW or cast.target.startswith("self."):
@@ -972,7 +1029,9 @@ class NumpyFloat64Leak(Rule):
     `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
-    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`).
+    (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`,
+    and the `weight=` of a functional loss such as `F.cross_entropy`, whose logits a model of
+    the file does not make float64).
     Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
     returns (the default collate keeps a NumPy array's float64), and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
@@ -1187,6 +1246,20 @@ class NumpyFloat64Leak(Rule):
                 if v is not None and v.kind == "tensor" and (v.dtypes and v.dtypes <= {FP32, FP16, "bf16"}
                                                              or not v.dtypes and v.autocast)  # autocast: never float64
             ]
+            weight = arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight")
+            if not others and weight and not any(
+                    v is not None and FP64 in v.dtypes for a, v in values if a is not arg):
+                # ``F.cross_entropy(logits, y, weight=w)``: the class weights must have the logits'
+                # dtype, and a model's logits are not float64 unless the file made it so
+                self._report_leak(
+                    arg.value, value,
+                    f"the class weights `{argument}` are float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}):"
+                    f" `{loss}` on float32 (or half) logits fails with 'expected scalar type Float but found Double';"
+                    " build them with `dtype=torch.float32` (or `.float()`)",
+                    confidence=Confidence.MEDIUM,
+                    fix=Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the weights to float32"),
+                )
+                return
             if not others:
                 return
             if arg.keyword is not None and arg.keyword.value in ("weight", "pos_weight"):

@@ -345,7 +345,8 @@ class _Saturations:
             return None
         ctx = self.ctx
         if isinstance(expr, cst.Name):
-            for value, _ in facts(ctx).reaching(expr):
+            reaching = [value for value, _ in facts(ctx).reaching(expr)] or facts(ctx).passed(expr)
+            for value in reaching:
                 found = self.of(value, depth + 1)
                 if found is not None:
                     return found
@@ -411,6 +412,55 @@ class _Saturations:
         return found
 
 
+def may_hold_inf(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Scores that may hold ``-inf`` in float16, so that a fully masked row's softmax is NaN:
+    scores plus an additive mask filled with ``finfo.min`` / ``-inf`` (``finfo(float16).min``
+    plus any score below -16 overflows), or filled with ``-inf`` or a value beyond float16's
+    range (``masked_fill(mask, -1e9)``, ``torch.where(mask, x, -1e30)``). A fill with
+    ``finfo.min`` itself is finite, and a clamp back to the minimum (``torch.max(x, finfo.min)``,
+    ``x.clamp(min=...)``) makes the scores finite again."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Name):
+        reaching = [value for value, _ in facts(ctx).reaching(expr)] or facts(ctx).passed(expr)
+        return any(may_hold_inf(ctx, value, depth + 1) for value in reaching)
+    if isinstance(expr, cst.Subscript):
+        return may_hold_inf(ctx, expr.value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            saturations = _Saturations(ctx)
+            if saturations.of(expr.left) is not None or saturations.of(expr.right) is not None:
+                return True
+        if isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            return may_hold_inf(ctx, expr.left, depth + 1) or may_hold_inf(ctx, expr.right, depth + 1)
+        return False
+    if not isinstance(expr, cst.Call):
+        return False
+    shape = call_shape(ctx, expr)
+    if shape is None:
+        return False
+    if shape.name in ("max", "maximum", "clamp", "clamp_", "clip"):
+        return False
+    fill = None
+    if shape.name in ("masked_fill", "masked_fill_"):
+        spec = (TORCH_FILLS if shape.qualified else FILLS)[shape.name]
+        fill = argument(expr, *spec[1])
+    elif shape.name == "where":
+        fill = argument(expr, "other", 2 if shape.qualified else 1)
+    if fill is not None:
+        found = number(ctx, fill.value)
+        if found is not None and (found.value == -math.inf or overflows_fp16(found.value)):
+            return True
+    if shape.name == "add" and shape.qualified is not None and len(expr.args) >= 2:
+        saturations = _Saturations(ctx)
+        if any(saturations.of(arg.value) is not None for arg in expr.args[:2]):
+            return True
+    inner = shape.receiver if shape.receiver is not None else (expr.args[0].value if expr.args else None)
+    if inner is not None and (shape.name in SHAPE_PRESERVING or shape.name in ("masked_fill", "masked_fill_", "div", "mul", "add", "float")):
+        return may_hold_inf(ctx, inner, depth + 1)
+    return False
+
+
 def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     # not into nested defs and lambdas: their returns are theirs
     return [node.value for node in walk(function) if isinstance(node, cst.Return) and node.value is not None]
@@ -422,14 +472,16 @@ class AdditiveMaskNan(Rule):
     minimum (`torch.finfo(dtype).min`) or `-inf`: `causal_mask + padding_mask`,
     `mask += expanded_mask`, including masks returned by helper functions of the same file
     (`_make_causal_mask(...) + _expand_mask(...)`). It follows names, `.to()`, `.expand()`,
-    indexing and helpers; it needs no dtype (the overflow happens in every dtype).
+    indexing, helpers and a function's parameters to what this file's calls pass; it needs no
+    dtype (the overflow happens in every dtype).
 
     ## Why is this bad?
     `finfo.min + finfo.min` overflows to `-inf`, in float32 as much as in float16. Positions
     masked by both masks then hold `-inf`; a row whose entries are all `-inf` (a padding query,
     a left-padded batch) goes through softmax as `exp(-inf - (-inf))` = NaN, and the NaN spreads
     to the loss and every gradient (huggingface/transformers#27114, NVIDIA-NeMo/Automodel#2658).
-    In float16, scores below about -16 plus `finfo.min` overflow the same way.
+    In float16, scores below -16 plus `finfo.min` (-65504) overflow the same way
+    (huggingface/transformers#17306, #18057).
 
     Not flagged when every row keeps a finite entry: a causal mask built with `triu(1)` never
     masks a query's own position, so added to a mask with a finite fill (finfo.min) the diagonal

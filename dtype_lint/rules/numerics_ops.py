@@ -3,6 +3,7 @@ lowp-accumulation, DTL508 factory-default-dtype."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
@@ -14,6 +15,7 @@ from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_masks import may_hold_inf
 from dtype_lint.facts.numerics import (
     BF16,
     FP16,
@@ -44,11 +46,16 @@ SENSITIVE = {
     "std": ((FP16,), "the variance overflows float16 for |x| > 256"),
     "var_mean": ((FP16,), "a variance above 65504 is inf in float16"),
     "std_mean": ((FP16,), "the variance overflows float16 for |x| > 256"),
+    "softmax": ((FP16,), "its scores may hold -inf (a float16 mask overflow), and a row of -inf gives NaN probabilities"),
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
     "prod": ((FP16,), "products overflow float16 quickly"),
     "cumsum": ((FP16, BF16), "running sums stop being exact above 2048 (float16) / 256 (bfloat16)"),
+    "softplus": ((FP16,), "near 0 softplus is log(2)/beta, beyond float16's 65504 for beta below 1.06e-5"),
+    "sum": ((FP16,), "the sum is returned in float16 and overflows above 65504 where the mean would not"),
     "cumprod": ((FP16, BF16), "running products overflow or lose precision"),
 }
+# softplus(x, beta) is log(2) / beta at x = 0: above float16's max below this beta.
+FP16_SOFTPLUS_BETA = 0.6931471805599453 / 65504
 # Accepted spellings: torch.X, torch.linalg.X, torch.nn.functional.X and methods.
 QUALIFIED_PREFIXES = ("torch.", "torch.linalg.", "torch.nn.functional.", "torch.special.")
 
@@ -64,14 +71,27 @@ class LowpSensitiveOp(Rule):
     Flags `exp`, `pow`/`**`/`square`, `var`/`std`, `log_softmax`, `prod` and
     `cumsum`/`cumprod` applied, outside an enabled autocast region, to a tensor the dtype flow
     knows is float16 (for `cumsum`/`cumprod` also bfloat16): custom norms written as
-    `x.pow(2).mean(-1)`, losses written with `exp`, manual softmax. Ops given
+    `x.pow(2).mean(-1)`, losses written with `exp`, manual softmax. A float16 cast of a model
+    that holds a hand-written norm (a class of the file named `*Norm*` whose `forward` squares
+    or takes the variance of its input with no float32 upcast, such as ConvNeXt's channels-first
+    LayerNorm, facebookresearch/ConvNeXt#71), run after the cast outside autocast, is reported
+    at the cast too: `net.half()` is where that choice was made. Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
     powers below 2 and
-    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `log`, `rsqrt`, `sum`, `norm`
-    and `softmax` are left out on purpose: their float16 failures come from a vanished epsilon
-    (DTL504) or from results so large they are rare (torch sums a float16 norm's squares in
-    float32, so `x.norm()` is finite wherever the norm is; a float16 softmax is the float32 one
-    rounded), and flagging every float16 `.sum()` would bury the rest.
+    powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `softmax` is flagged only
+    when its scores may hold `-inf`: an additive mask filled with `finfo.min` or `-inf` added
+    to them (`finfo(float16).min` plus a score below -16 overflows), or a fill beyond float16's
+    range (`masked_fill(mask, -1e9)`), with no clamp back to the minimum in between; torch
+    computes a float16 softmax of finite scores in float32 and only rounds the result, so a
+    `masked_fill(mask, torch.finfo(scores.dtype).min)` before it is fine. `log` and `rsqrt` are
+    left out on purpose: their float16 failures come from a vanished epsilon (DTL504); so is
+    `norm`, whose squares torch sums in float32 (`x.norm()` is finite wherever the norm is). A float16
+    `sum` is flagged only where it is a mean written as a sum, divided afterwards
+    (`h.sum(dim=1) / n`, or `pooled = h.sum(1)` then `pooled / n`, pytorch/pytorch#6292): `sum`
+    returns float16 and overflows above 65504 where `mean`, reduced in float32, would not;
+    flagging every float16 `.sum()` would bury the rest. `F.softplus(x, beta=...)` is flagged
+    for a beta below 1.06e-5 (a literal, a constant or `self.beta` from an `__init__` default):
+    near 0 softplus is log(2)/beta, beyond float16's range (pytorch/pytorch#187180).
     The message names the tensor's dtype and where it was set. Inside an enabled autocast region
     only the ops autocast does not run in float32 are checked (`var`, `std`, `square`: the query
     `autocast_policy(op)` of torch's generated semantics, docs/torch-semantics.md).
@@ -143,11 +163,57 @@ class LowpSensitiveOp(Rule):
             return
         if shape.name == "pow" and _is_bounded(self.ctx, tensor):
             return
+        if shape.name == "softmax" and not may_hold_inf(self.ctx, tensor):
+            return  # torch's float16 softmax reduces in float32: only a -inf row breaks it
+        if shape.name == "softplus" and not self._tiny_beta(node, shape):
+            return
+        if shape.name == "sum" and not (_divided_afterwards(self.ctx, node) and self._cast_float16(tensor)):
+            return  # a float16 sum is only flagged where it is a mean written as sum / n
         self._check(node, tensor, shape.name, self.ctx.code_for(node.func).strip())
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Power) and self._big_exponent(node.right) and not _is_bounded(self.ctx, node.left):
             self._check(node, node.left, "pow", "**")
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """``model.half()`` of a model that holds a hand-written norm (a class of this file named
+        ``*Norm*`` whose forward squares or takes the variance of its input without a float32
+        upcast: ConvNeXt's channels-first LayerNorm, facebookresearch/ConvNeXt#71), when the cast
+        model is then run outside autocast: reported at the cast, where the choice was made."""
+        norms = _handwritten_norms(self.ctx)
+        if not norms:
+            return
+        seen: set[int] = set()
+        for cast in _float16_module_casts(self.ctx):
+            if id(cast.node) in seen or autocast_enabled_at(self.ctx, cast.node):
+                continue
+            held = _classes_held(self.ctx, cast)
+            found = next(((name, op) for name, op in norms.items() if name in held), None)
+            if found is None or not _run_after(self.ctx, cast):
+                continue
+            seen.add(id(cast.node))
+            name, op = found
+            self.report(
+                cast.node,
+                f"this casts `{cast.target}` to float16, and it holds `{name}`, a hand-written norm whose statistics"
+                f" (`{self.ctx.code_for(op).strip()}`, line {self.ctx.position(op).start.line}) are then computed in"
+                " float16: the squares of activations above 256 overflow to inf and the normalised output is NaN or"
+                " wrong; compute the norm in float32 (`x.float()` inside it, cast back at the end), or keep the model"
+                " float32 under autocast",
+                confidence=Confidence.MEDIUM,
+            )
+
+    def _cast_float16(self, tensor: cst.BaseExpression) -> bool:
+        """float16 on every path, and not an autocast output (whose dtype is the last op's:
+        a model ending in LayerNorm returns float32 under autocast)."""
+        value = self.ctx.flow.value_of(tensor)
+        return value is not None and value.certain and value.dtype == FP16 and value.autocast is None
+
+    def _tiny_beta(self, node: cst.Call, shape) -> bool:
+        """``F.softplus(x, beta=1e-6)``: log(2) / beta exceeds float16's range (pytorch#187180)."""
+        beta = argument(node, "beta", 0 if shape.receiver is not None else 1)
+        found = number(self.ctx, beta.value) if beta is not None else None
+        return found is not None and 0 < found.value < FP16_SOFTPLUS_BETA
 
     def _big_exponent(self, expr: cst.BaseExpression) -> bool:
         found = number(self.ctx, expr)
@@ -189,6 +255,134 @@ class LowpSensitiveOp(Rule):
         names = (f"torch.{op}", f"Tensor.{op}", f"torch.linalg.{op}")
         known = [data.autocast_policy(name, device or "cuda") for name in names if data.entry(name) is not None]
         return not known or "fp32" in known
+
+
+NORM_CLASS = re.compile(r"norm", re.IGNORECASE)
+STATISTICS = frozenset({"pow", "square", "var", "std", "var_mean", "std_mean"})
+UPCASTS = re.compile(r"\.float\(\)|float32|\.double\(\)|dtype=torch\.float")
+
+
+def _handwritten_norms(ctx) -> dict[str, cst.CSTNode]:
+    """Classes of this file named like a norm whose ``forward`` computes statistics (a power of 2
+    or more, a variance) with no float32 upcast anywhere in it: class name -> that op."""
+    found: dict[str, cst.CSTNode] = {}
+    for node in ctx.all_nodes:
+        if not isinstance(node, cst.ClassDef) or not NORM_CLASS.search(node.name.value):
+            continue
+        forward = next((s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None)
+        if forward is None or UPCASTS.search(ctx.code_for(forward)):
+            continue
+        for inner in walk(forward):
+            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Power):
+                exponent = number(ctx, inner.right)
+                if exponent is not None and exponent.value >= 2:
+                    found[node.name.value] = inner
+                    break
+            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in STATISTICS:
+                if inner.func.attr.value == "pow":
+                    exponent = argument(inner, "exponent", 0)
+                    value = number(ctx, exponent.value) if exponent is not None else None
+                    if value is None or value.value < 2:
+                        continue
+                found[node.name.value] = inner
+                break
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class _ModuleCast:
+    node: cst.Call
+    target: str
+
+
+def _float16_module_casts(ctx) -> list[_ModuleCast]:
+    """The flow's module casts to float16, and casts chained on a construction whose result is
+    named (``tower = Tower().half()``)."""
+    found = {id(c.node): _ModuleCast(c.node, c.target) for c in ctx.flow.module_casts if FP16 in c.dtypes}
+    for node in ctx.all_nodes:
+        if id(node) in found or not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                                     and node.func.attr.value in ("half", "to", "type")):
+            continue
+        value, receiver = ctx.flow.value_of(node), ctx.flow.value_of(node.func.value)
+        parent = ctx.parent(node)
+        if value is None or value.kind != "module" or FP16 not in value.dtypes or not isinstance(parent, cst.Assign):
+            continue
+        if receiver is not None and FP16 in receiver.dtypes:
+            continue
+        names = [t.target.value for t in parent.targets if isinstance(t.target, cst.Name)]
+        if names:
+            found[id(node)] = _ModuleCast(node, names[0])
+    return list(found.values())
+
+
+def _classes_held(ctx, cast) -> set[str]:
+    """Names of the classes of this file the cast module is made of: the calls in the
+    expression that built it, and, for each class of the file among them, the calls in its
+    ``__init__`` (transitively)."""
+    built = _construction(ctx, cast)
+    if built is None:
+        return set()
+    classes = {n.name.value: n for n in ctx.all_nodes if isinstance(n, cst.ClassDef)}
+    pending, held = [built], set()
+    while pending:
+        for call in (n for n in walk(pending.pop()) if isinstance(n, cst.Call)):
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            if name in classes and name not in held:
+                held.add(name)
+                init = next((s for s in classes[name].body.body if isinstance(s, cst.FunctionDef)
+                             and s.name.value == "__init__"), None)
+                if init is not None:
+                    pending.append(init)
+    return held
+
+
+def _construction(ctx, cast) -> cst.CSTNode | None:
+    """The expression the cast module was built by: the receiver chain of the cast itself
+    (``Net().half()``), or the latest assignment of its name before the cast."""
+    receiver = cast.node.func.value if isinstance(cast.node.func, cst.Attribute) else None
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        receiver = receiver.func.value  # ``model.to(device).eval().half()``
+    if isinstance(receiver, cst.Call):
+        return receiver
+    if not isinstance(receiver, cst.Name):
+        return None
+    start = ctx.source_order(cast.node)[0]
+    earlier = [b for b in facts(ctx).scope_of(cast.node).all(receiver.value) if b.end < start]
+    return earlier[-1].value if earlier else None
+
+
+def _run_after(ctx, cast) -> bool:
+    """The cast module (its name, or the name its result is bound to) is called after the cast."""
+    names = {cast.target}
+    parent = ctx.parent(cast.node)
+    if isinstance(parent, cst.Assign):
+        names |= {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+    start = ctx.source_order(cast.node)[1]
+    scope = ctx.enclosing(cast.node, cst.FunctionDef) or ctx.module
+    for node in walk(scope):
+        if isinstance(node, cst.Call) and ctx.source_order(node)[0] > start:
+            callee = node.func
+            if isinstance(callee, (cst.Name, cst.Attribute)) and ctx.code_for(callee).strip() in names:
+                return True
+    return False
+
+
+def _divided_afterwards(ctx, node: cst.Call) -> bool:
+    """``x.sum(dim) / n``, or ``pooled = x.sum(dim)`` then ``pooled / n``: a mean written as a
+    sum, whose float16 intermediate overflows where ``x.mean(dim)`` (reduced in float32) would not."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide) and parent.left is node:
+        return True
+    if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name):
+        return False
+    name = parent.targets[0].target.value
+    scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
+    for candidate in walk(scope):
+        if isinstance(candidate, cst.BinaryOperation) and isinstance(candidate.operator, cst.Divide) \
+                and isinstance(candidate.left, cst.Name) and candidate.left.value == name \
+                and any(value is node for value, _ in facts(ctx).reaching(candidate.left)):
+            return True
+    return False
 
 
 def _definitions(ctx, tensor: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -14,7 +14,9 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import numerics, pipelines
+from dtype_lint.facts import branch_conditions, numerics, pipelines
+from dtype_lint.facts.devices import argparse_default
+from dtype_lint.facts.numerics import number
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
@@ -47,6 +49,7 @@ ADAM = re.compile(r"Adam")
 # Optimizers that keep their own fp32/8-bit state or master weights: eps in fp16 is not an issue.
 OWN_STATE = re.compile(r"(bitsandbytes|bnb|apex|deepspeed|8bit|Fused|torchao)")
 FP16_TINIEST = 6e-8
+FP16_SMALLEST_NORMAL = 2.0 ** -14  # 6.1e-5
 
 
 def _dtypes(dtypes) -> str:
@@ -103,8 +106,15 @@ class HalfWholeModelTrain(Rule):
     """## What it does
     Flags `model.half()` / `model.to(torch.float16)` / `model.type(torch.HalfTensor)` on a model
     whose parameters an optimizer then trains (`torch.optim.AdamW(model.parameters())`), with no
-    adapters (PEFT) and no frozen parameters in the file. An optimizer whose `eps` was raised for
-    float16 (1e-5 or more) shows float16 training on purpose: low confidence.
+    adapters (PEFT) and no frozen parameters in the file. An Adam-family optimizer given an eps
+    of at least float16's smallest normal number, 6.1e-5 (`eps=1e-4`, the fix of
+    afiaka87/glide-finetune#5), marks pure float16 training chosen on purpose and set up for it:
+    not flagged (DTL404 covers eps below float16's range; an eps such as 1e-6, common in float32
+    recipes, says nothing about float16 and keeps the finding; one of 1e-5 or more gives a low
+    confidence finding). Nor is an optimizer that takes
+    the model's parameters only on the runs where the flag that halves the model is off
+    (`params = masters if args.pure_fp16 else model.parameters()` after `if args.pure_fp16:
+    model.half()`): apex-O2 style float32 master weights (also for DTL302 and DTL404).
 
     ## Why is this bad?
     Pure fp16 training stores weights, gradients and optimizer state in float16: updates smaller
@@ -149,7 +159,7 @@ class HalfWholeModelTrain(Rule):
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.norm = nn.LayerNorm(8)\nnet = Net()\nif args.fp16:\n    net.half()\n"
-            "optimizer = torch.optim.AdamW(net.parameters(), eps=1e-4)\n"
+            "optimizer = torch.optim.AdamW(net.parameters())\n"
         ),
     )
 
@@ -162,7 +172,11 @@ class HalfWholeModelTrain(Rule):
             params = optimizer.params
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
+            if _fp16_aware_eps(self.ctx, optimizer):
+                continue
             origin = params.origin_of(FP16)
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
+                continue
             cast_node = origin.node if origin is not None else None
             if not self._is_module_cast(cast_node) or id(cast_node) in reported:
                 continue
@@ -345,11 +359,14 @@ class DtypeToggleWithOptimizer(Rule):
     """## What it does
     Flags a cast of a whole model (`model.float()`, `model.half()`, `model.to(torch.bfloat16)`)
     inside a training loop, after an optimizer was built over that model's parameters in another
-    dtype, when the loop does not cast it back. Also a library pipeline that holds the model
+    dtype, when the loop does not cast it back; a cast of a wrapper's `.module` (DDP,
+    DataParallel: `model.module.half()`) casts the wrapped model. Also a library pipeline that holds the model
     being trained (`Pipe.from_pretrained(..., unet=accelerator.unwrap_model(unet))`) moved with a
     low-precision dtype in the loop (`pipeline.to(device, dtype=weight_dtype)`, inline or in a
     validation helper of the same file): that cast reaches every component, the trained one
-    included (huggingface/diffusers#13895, #9565), while `from_pretrained`'s own `torch_dtype`
+    included (huggingface/diffusers#13895, #9565), also when a helper of the file builds the
+    pipeline from the trained module it is given, casts it, and is called from the training loop
+    (reported at the cast), while `from_pretrained`'s own `torch_dtype`
     leaves passed modules alone (diffusers hands a passed component through as it is). In a
     project check the validation helper may live in another file (`log_validation(pipeline, args,
     accelerator, weight_dtype)` in validation.py): the finding is then at the loop's optimizer
@@ -418,7 +435,8 @@ class DtypeToggleWithOptimizer(Rule):
                 continue
             for optimizer in flow.optimizers:
                 params = optimizer.params
-                if optimizer.target != cast.target or params is None or not params.dtypes or optimizer.order >= cast.order:
+                if _wrapped(optimizer.target) != _wrapped(cast.target) or params is None or not params.dtypes \
+                        or optimizer.order >= cast.order:
                     continue
                 if cast.dtypes == params.dtypes or self._restored(cast, params.dtypes, loop):
                     continue
@@ -437,13 +455,30 @@ class DtypeToggleWithOptimizer(Rule):
 
     def _shared_pipeline_casts(self) -> None:
         """``pipeline.to(device, dtype=weight_dtype)`` on a pipeline holding the trained module."""
-        for shared in pipelines.shared_module_casts(self.ctx):
+        shared_casts = pipelines.shared_module_casts(self.ctx)
+        through_helpers = {id(shared.cast) for shared in shared_casts if shared.site is not shared.cast}
+        for shared in shared_casts:
             loop = self._loop_with_step(shared.site)
             if loop is None and shared.helper is None and shared.site is shared.cast:
                 # built and cast in a helper from the module it is given (``log_validation(unet, ...)``):
                 # the training loop is the caller's
                 shared, loop = self._called_from_loop(shared)
             if loop is None:
+                if id(shared.cast) in through_helpers:
+                    continue  # the caller's pipeline handed to this helper: reported through the call
+                # a validation helper that builds the pipeline from the trained module it is
+                # given and casts it, called from the training loop
+                called = self._called_in_training_loop(shared.site)
+                if called is None:
+                    continue
+                self.report(
+                    shared.cast,
+                    f"this casts the pipeline built at line {_line(self.ctx, shared.pipeline)}, which holds `{shared.module}`,"
+                    f" the module the training loop trains (this function is called at line {_line(self.ctx, called)}):"
+                    " `.to(dtype=...)` casts every component, so the trained weights become low precision mid-training"
+                    " and stay so after validation; move the pipeline with `.to(device)` only",
+                    confidence=Confidence.MEDIUM,
+                )
                 continue
             if shared.helper is not None:
                 self._report_helper_cast(shared, loop)
@@ -495,6 +530,17 @@ class DtypeToggleWithOptimizer(Rule):
             confidence=Confidence.MEDIUM,
         )
 
+    def _called_in_training_loop(self, node: cst.CSTNode) -> cst.Call | None:
+        """A call, inside a training loop of this file, of the function ``node`` is in."""
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if function is None:
+            return None
+        for call in training_facts(self.ctx).calls:
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value \
+                    and self._loop_with_step(call) is not None:
+                return call
+        return None
+
     def _loop_with_step(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = self.ctx.parent(node)
         while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
@@ -520,7 +566,9 @@ class DtypeToggleWithOptimizer(Rule):
 class Fp16AdamEps(Rule):
     """## What it does
     Flags `Adam`/`AdamW` (torch, transformers) built over float16 parameters with the default
-    `eps=1e-8` or any eps below 6e-8. High confidence when the parameters are float16 on every
+    `eps=1e-8` or any eps below 6e-8, written as a literal, a constant of the file, or a flag
+    whose argparse default it is (`eps=args.adam_epsilon` with `add_argument("--adam_epsilon",
+    default=1e-08)`: medium at most, the runs that keep the default). High confidence when the parameters are float16 on every
     path; low when only part of the model is float16 and the optimizer gets only the parameters
     that require grad (a frozen float16 base under float32 adapters); medium otherwise.
     Whole-program (medium): an optimizer helper given an instance of a class that halves itself
@@ -580,6 +628,9 @@ class Fp16AdamEps(Rule):
                 continue
             if params is None or FP16 not in params.dtypes or params.role in ("peft", "quantized"):
                 continue
+            origin = params.origin_of(FP16)
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
+                continue
             confidence = self._confidence(params, optimizer)
             if optimizer.eps is None:
                 eps_text = "the default eps=1e-8"
@@ -610,6 +661,36 @@ class Fp16AdamEps(Rule):
             # under float32 adapters, whose float16 weights this optimizer never updates
             return Confidence.LOW
         return Confidence.MEDIUM
+
+
+def _eps_value(ctx, node: cst.BaseExpression) -> tuple[float | None, str | None]:
+    """An optimizer's eps as a number: a literal, a constant of the file, or the argparse default
+    of the flag it reads (``eps=args.adam_epsilon`` with ``add_argument("--adam_epsilon",
+    default=1e-08)``: the value of the runs that do not pass it), with that flag's name."""
+    found = number(ctx, node)
+    if found is not None:
+        return found.value, None
+    if isinstance(node, cst.Attribute):
+        default = argparse_default(ctx, node.attr.value)
+        found = number(ctx, default) if default is not None else None
+        if found is not None:
+            return found.value, f"--{node.attr.value}"
+    return None, None
+
+
+def _wrapped(target: str | None) -> str | None:
+    """``model.module`` is ``model``'s own module when ``model`` is a DistributedDataParallel /
+    DataParallel / accelerate wrapper (their ``module`` attribute): one set of parameters."""
+    return target[: -len(".module")] if target is not None and target.endswith(".module") else target
+
+
+def _fp16_aware_eps(ctx, optimizer) -> bool:
+    """An Adam-family optimizer whose eps was raised for float16: at least its smallest normal
+    number (``eps=1e-4``), where float32 recipes stay at 1e-8..1e-6."""
+    if not ADAM.search(optimizer.qualified.rsplit(".", 1)[-1]) or optimizer.eps is None:
+        return False
+    eps, _ = _eps_value(ctx, optimizer.eps)
+    return eps is not None and eps >= FP16_SMALLEST_NORMAL
 
 
 def _flag(call: cst.Call, helper) -> cst.BaseExpression | None:

@@ -7,8 +7,8 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import config_values, precision_sources
-from dtype_lint.facts.amp import dtype_literal, is_grad_scaler, literal_bool
+from dtype_lint.facts import branch_conditions, config_values, flag_logic, precision_sources
+from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
 from dtype_lint.facts.names import dotted_name
@@ -93,7 +93,11 @@ class ScalerWithBf16(Rule):
     bfloat16 (`nn.ModuleList([nn.Linear(d, d, dtype=torch.bfloat16) ...])`, in any file: reported
     at that layer when it is made in this file, else at the scaler).
     A config-driven dtype with a scaler built only under a condition (often the same flag that
-    picks float16) is low confidence: the rule does not relate the two conditions. Whatever the
+    picks float16) is low confidence: the rule does not relate the two conditions. It does relate
+    a scaler's `enabled=` to the test that picks bfloat16 when both are written as expressions of
+    the same flags: `enabled=use_amp` with `use_amp = args.fp16 or args.bf16` and an autocast
+    `dtype=torch.bfloat16 if args.bf16 else torch.float16` is on in the bf16 runs (medium), while
+    `enabled=(amp_dtype == torch.float16)` or `enabled=not args.bf16` is not. Whatever the
     autocast dtype, a scaler whose scaled loss (in its own function) is computed by a module the
     dtype flow knows is bfloat16 is flagged too (`model = model.to(getattr(torch,
     cfg.backbone_dtype))` with `backbone_dtype="bfloat16"` in a config object, h2o-llmstudio#628):
@@ -194,7 +198,9 @@ class ScalerWithBf16(Rule):
         wrapped = {dotted_name(call.func).rsplit(".", 1)[-1] for call in facts.scalers
                    if not is_grad_scaler(self.ctx.names, call) and dotted_name(call.func)}
         for scaler in facts.scalers:
-            enabled, _ = scaler_enabled(self.ctx, scaler)
+            enabled, flag = scaler_enabled(self.ctx, scaler)
+            if enabled is None and flag is not None:
+                self._enabled_on_bf16_runs(scaler, flag, regions)
             if enabled is not True:
                 continue
             owner = self.ctx.enclosing(scaler, cst.ClassDef)
@@ -205,6 +211,37 @@ class ScalerWithBf16(Rule):
             scope = self._scope(scaler)
             near = [region for region in regions if scope is not None and self._scope(region[0].node) is scope]
             self._check(facts, scaler, near or regions)
+
+    def _enabled_on_bf16_runs(self, scaler: cst.Call, flag: cst.BaseExpression, regions) -> None:
+        """``enabled=use_amp`` with ``use_amp = args.fp16 or args.bf16`` and an autocast whose
+        dtype is ``torch.bfloat16 if args.bf16 else torch.float16``: on the ``--bf16`` runs the
+        scaler is on and the autocast is bf16 (facts/flag_logic.py)."""
+        for info, _, _ in regions:
+            dtype_expr = self._autocast_dtype_argument(info.node)
+            condition = flag_logic.bf16_condition(self.ctx, dtype_expr)
+            if condition is None:
+                continue
+            test, value = condition
+            if flag_logic.truth(self.ctx, flag, {test: value}) is not True:
+                continue
+            when = f"`{test}`" if value else f"`not {test}`"
+            self.report(
+                scaler,
+                f"{_scaler_phrase(self.ctx, scaler)} is enabled by `{self.ctx.code_for(flag).strip()}`, which holds when"
+                f" {when} does, and then the autocast at line {_line(self.ctx, info.node)} runs in bfloat16"
+                f" (`{self.ctx.code_for(dtype_expr).strip()}`): bf16 gradients need no loss scaling and CUDA cannot"
+                " unscale them; enable the scaler only for float16 (`enabled=(amp_dtype == torch.float16)`)",
+                confidence=Confidence.MEDIUM,
+            )
+            return
+
+    def _autocast_dtype_argument(self, call: cst.Call | None) -> cst.BaseExpression | None:
+        if call is None:
+            return None
+        qualified = next(iter(self.ctx.names.qualified_names(call.func)), "")
+        _, _, position, _ = autocast_signature(qualified)
+        found = keyword(call, "dtype")
+        return found if found is not None or position is None else positional(call, position)
 
     def _framework_scaler(self, facts) -> None:
         """A bf16 model trained by a framework whose fp16 mode makes its own GradScaler."""
@@ -230,8 +267,8 @@ class ScalerWithBf16(Rule):
                 anchor = origin.node if origin is not None else call
             self.report(
                 anchor,
-                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}` trains"
-                f" it with {source.description} (line {_line(self.ctx, source.node)}), which makes a GradScaler:"
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}`"
+                f" (line {_line(self.ctx, call)}) trains it with {source.description}, which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
                 " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
                 confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
@@ -446,8 +483,10 @@ class Fp16TrainableParams(Rule):
     PEFT adapters. When the loss scaling is a run-time choice (`Accelerator(mixed_precision=
     args.mixed_precision)` whose flag offers "fp16", as its argparse choices or the literals the
     file compares it with say) and the weights follow the same choice (`from_pretrained(...,
-    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence and
-    sits on that load or cast. When only part of the model is float16 and the optimizer is
+    torch_dtype=weight_dtype)` on the model being trained), the finding is medium confidence.
+    The finding sits on the load or cast that makes the trained weights float16 (where the fix
+    goes) when it is in the optimizer's function (for a `Trainer`, in this file), else on the
+    optimizer (or the `Trainer`). When only part of the model is float16 and the optimizer is
     given only the parameters that require grad (`[p for p in m.parameters() if p.requires_grad]`,
     `filter(lambda p: p.requires_grad, ...)`), the float16 part is most likely a frozen base under
     float32 adapters: the finding is then low confidence (hidden at the default level). A model
@@ -529,6 +568,9 @@ class Fp16TrainableParams(Rule):
             params = optimizer.params
             if params is None or not params.may_be("fp16") or params.role == "peft":
                 continue
+            origin = params.origin_of("fp16")
+            if branch_conditions.chosen_against(self.ctx, optimizer.node, origin.node if origin else None):
+                continue  # float32 masters when the model is halved, the model's own parameters otherwise
             certain = params.certain and not frozen
             if not params.only("fp16") and trains_only_requires_grad(self.ctx, optimizer.node):
                 # A mixed model whose optimizer takes only trainable parameters: the usual shape is a
@@ -536,11 +578,10 @@ class Fp16TrainableParams(Rule):
                 confidence = Confidence.LOW
             else:
                 confidence = Confidence.HIGH if certain and not conditional else Confidence.MEDIUM
-            anchor = optimizer.node
-            if conditional:
-                # Loss scaling on some runs only (a precision flag): the defect is the load or cast
-                # that follows the same flag into the trained weights; report there, where the fix goes.
-                anchor = self._fp16_cast_of(optimizer) or anchor
+            # The defect is the load or cast that makes the trained weights float16 (with loss
+            # scaling on some runs only, the one that follows the same flag): report there, where
+            # the fix goes, when it is in the optimizer's function; else at the optimizer.
+            anchor = self._fp16_cast_of(optimizer) or optimizer.node
             part = next((origin for dtype, origin in params.parts if dtype == "fp16"), None)
             what = f"{params.describe()} {params.since('fp16')}"
             if part is not None and not params.only("fp16"):
@@ -570,11 +611,15 @@ class Fp16TrainableParams(Rule):
             value = self.ctx.flow.value_of(model) if model is not None else None
             if value is None or value.kind != "module" or not value.may_be("fp16") or value.role == "peft":
                 continue
+            origin = value.origin_of("fp16")
+            made_here = origin is not None and not isinstance(origin, WorldOrigin) and isinstance(origin.node, cst.Call) \
+                and call_name(origin.node) in FP16_CASTS
+            anchor = origin.node if made_here else call  # the load or cast, where the fix goes
             self.report(
-                call,
-                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}` trains"
-                f" it with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16 gradients.\");"
-                f" load the model in float32 and let {hint} run autocast",
+                anchor,
+                f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('fp16')} and `{call_name(call)}`"
+                f" (line {_line(self.ctx, call)}) trains it with {scaling}: fp16 gradients cannot be unscaled"
+                f" (\"Attempting to unscale FP16 gradients.\"); load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
             )
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from dtype_lint.facts import precision_sources
+from dtype_lint.facts import branch_conditions, precision_sources
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Event, Kind, ScalerFacts
 from dtype_lint.facts.training import walk
@@ -508,7 +508,9 @@ def _hand_updates(region: cst.CSTNode) -> Iterator[cst.CSTNode]:
 class StepBypassesScaler(_ScalerRule):
     """## What it does
     Flags `optimizer.step()` after `scaler.scale(loss).backward()` when that optimizer is never
-    stepped through `scaler.step(optimizer)` in the iteration. Also a scaled backward whose
+    stepped through `scaler.step(optimizer)` in the iteration, and a direct `optimizer.step()` in
+    an iteration that also steps it through `scaler.step(optimizer)` (on a path where both run):
+    the update is applied twice (IAHispano/Applio#860). Also a scaled backward whose
     gradients a hand-written update uses (`p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`)
     in a function that never unscales them (no `scaler.unscale_`, no `scaler.step`, no optimizer
     step, and the update does not divide by `scaler.get_scale()`).
@@ -641,7 +643,17 @@ class StepBypassesScaler(_ScalerRule):
         else:
             return
         scaler, optimizer = backward.scaler, step.optimizer
-        if any(e.kind is Kind.STEP and e.scaler == scaler and e.optimizer == optimizer for e in events):
+        through = [e for e in events if e.kind is Kind.STEP and e.scaler == scaler and e.optimizer == optimizer]
+        if through:
+            both = [e for e in through if not branch_conditions.exclusive(self.ctx, e.call, step.call)]
+            if both:
+                self.report(
+                    step.call,
+                    f"`{optimizer}.step()` steps `{optimizer}` a second time: `{scaler}.step({optimizer})` on line "
+                    f"{self.line(both[0])} already applied this iteration's (unscaled) gradients, so the update is "
+                    f"applied twice and this one skips the scaler's inf/NaN check; remove it",
+                    confidence=Confidence.HIGH,
+                )
             return
         has_update = any(e.kind is Kind.UPDATE and e.scaler == scaler for e in events)
         then_update = "" if has_update else f" then `{scaler}.update()`"

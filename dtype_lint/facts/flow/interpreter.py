@@ -21,7 +21,7 @@ from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
-    AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, INSTANCE, INT, LONG_NAMES, LOW,
+    AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
@@ -586,7 +586,9 @@ class Interpreter:
                 truth = (value.info is not None) == outcome  # ``if x is None:`` / ``is not None``
             return truth != negate
         if not found or value is None or value.partial or not value.dtypes or value.kind not in kinds:
-            return None
+            constant = self.ctx.bindings.constant_bool(key) if kinds == (DTYPE,) and isinstance(test, cst.Name) \
+                and self._constants_hold() else None
+            return None if constant is None else constant != negate  # ``use_lora = False``
         return outcome != negate
 
     def _constants_hold(self) -> bool:
@@ -1807,6 +1809,9 @@ class Interpreter:
             return _concatenated(pieces, None) if pieces and len(pieces) == len(node.args) else None
         if qualified in lib.FLOAT64_ARRAY_FUNCTIONS:
             return make(NUMPY, (FP64,), self.origin(node))
+        if qualified in lib.PIL_IMAGE_CALLS:
+            mode = lib.PIL_MODE_DTYPES.get(_string(node.args[0].value)) if attr == "new" and node.args else None
+            return make(IMAGE, (mode,) if mode else (), self.origin(node))
         if qualified in loaders.DATA_LOADERS:
             return self._data_loader(node, frame)
         if qualified in loaders.PROGRESS_BARS:
@@ -2045,6 +2050,8 @@ class Interpreter:
                 data = self._current.get(id(first.value)) if first is not None else None
                 if data is not None and data.kind == NUMPY:
                     return data
+                if data is not None and data.kind == IMAGE and data.dtypes:
+                    return make(NUMPY, data.dtypes, self.origin(node))  # ``np.asarray(img)``: its pixels
                 return None
             if attr not in lib.NUMPY_SAME_FUNCTIONS and attr[:1].islower():
                 # ufuncs and the like (np.sin, np.clip...): the array's dtype.
@@ -2330,6 +2337,11 @@ class Interpreter:
                 return found
         if kind == NUMPY:
             return self._numpy_method(method, receiver, node)
+        if kind == IMAGE:
+            if method == "convert" and node.args:
+                mode = lib.PIL_MODE_DTYPES.get(_string(node.args[0].value))
+                return make(IMAGE, (mode,) if mode else (), self.origin(node))
+            return receiver if method in lib.PIL_SAME_MODE_METHODS else None
         if kind == BATCH:
             if method == "to":
                 dtypes, source, given = self._dtype_argument(node, "dtype", None)
@@ -2885,8 +2897,16 @@ SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "hspl
 
 
 def _splits(source) -> bool:
+    """``x.chunk(3)`` / ``x.unbind(0)``, and a tensor method's result unpacked along its first
+    dimension (``q, k, v = qkv.view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)``): pieces of one tensor.
+    (A module's result may be a tuple the flow holds as its first tensor: not these.)"""
     return isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
-        and source.func.attr.value in SPLITTING_METHODS and dotted_name(source.func.value) != "torch"
+        and (source.func.attr.value in SPLITTING_METHODS or source.func.attr.value in RESHAPING_METHODS) \
+        and dotted_name(source.func.value) != "torch"
+
+
+# Tensor methods that only rearrange a tensor: unpacking their result iterates its first dimension.
+RESHAPING_METHODS = frozenset("view reshape permute transpose flatten unflatten movedim contiguous".split())
 
 
 def _looks_like_module(expr: cst.BaseExpression) -> bool:

@@ -72,6 +72,14 @@ FLOAT64_ARRAY_FUNCTIONS = frozenset(
     sklearn.utils.class_weight.compute_sample_weight sklearn.utils.compute_sample_weight""".split()
 )
 NUMPY_ARRAY_CONSTRUCTORS = frozenset("array asarray asanyarray ascontiguousarray".split())
+# PIL: the NumPy dtype of an image's pixels by mode (``np.asarray(img.convert("RGB"))`` is uint8;
+# Pillow's "Modes" documentation), the calls that make an image and the methods that keep its mode.
+PIL_MODE_DTYPES = {
+    "1": BOOL, "L": INT, "P": INT, "RGB": INT, "RGBA": INT, "RGBX": INT, "CMYK": INT, "YCbCr": INT,
+    "LAB": INT, "HSV": INT, "LA": INT, "PA": INT, "I": INT, "I;16": INT, "F": FP32,
+}
+PIL_IMAGE_CALLS = frozenset("PIL.Image.open PIL.Image.new PIL.Image.fromarray".split())
+PIL_SAME_MODE_METHODS = frozenset("resize crop rotate transpose copy filter reduce thumbnail".split())
 
 OPTIMIZER_CLASS = re.compile(
     r"(Adam|SGD|RMSprop|Adagrad|Adadelta|Adamax|Lion|Adafactor|LAMB|Lamb|LBFGS|Sophia|Muon|NAdam|RAdam|Optimizer)"

@@ -38,6 +38,7 @@ CLASS = "class"  # a user-defined class (calling it makes an instance)
 MAYBE_AUTOCAST = "maybe"  # a module's forward may run under autocast: its precision is set elsewhere
 INSTANCE = "instance"  # an instance of a user-defined class that is not an nn.Module
 CONST = "const"  # ``True`` / ``False`` / ``None`` (``info``): a flag whose value the program writes
+IMAGE = "image"  # a PIL image; its dtypes are those of its pixels as a NumPy array (mode "RGB": uint8)
 UNKNOWN = "unknown"
 
 
