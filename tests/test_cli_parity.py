@@ -105,9 +105,9 @@ def test_file_level_exemptions_agree_with_flake8(tmp_path):
     })
     cli = run_cli("check", "--no-cache", "--no-project", "--format", "json", ".", cwd=tmp_path)
     expected = [
-        ("flake8_on_code.py", 2, "DTL201"), ("flake8_on_code.py", 3, "DTL401"),
-        ("flake8_on_code.py", 4, "DTL302"), ("flake8_on_code.py", 4, "DTL404"),
-        ("one_code.py", 5, "DTL302"),
+        ("flake8_on_code.py", 2, "DTL201"), ("flake8_on_code.py", 3, "DTL302"),
+        ("flake8_on_code.py", 3, "DTL401"), ("flake8_on_code.py", 4, "DTL404"),
+        ("one_code.py", 4, "DTL302"),
     ]
     assert codes(cli) == expected
     assert flake8_codes(".", cwd=tmp_path) == expected
@@ -215,7 +215,7 @@ def test_standalone_config_and_extend(tmp_path):
     })
     result = run_cli("check", "--no-cache", "--format", "json", ".", cwd=tmp_path / "project")
     assert codes(result) == [
-        ("a.py", 2, "DTL201"), ("a.py", 4, "DTL302"), ("a.py", 5, "DTL002"),  # DTL4 ignored by the base
+        ("a.py", 2, "DTL201"), ("a.py", 3, "DTL302"), ("a.py", 5, "DTL002"),  # DTL4 ignored by the base
         ("sub/b.py", 2, "DTL201"),
     ]
     (tmp_path / "shared" / "base.toml").write_text('extend = "../project/dtype-lint.toml"\n')
@@ -292,7 +292,7 @@ def test_output_formats_full_json_lines_junit_gitlab(tmp_path):
     assert junit.tag == "testsuites" and junit.get("failures") == "4"
     (suite,) = junit
     assert suite.get("name") == "a.py" and [case.get("name") for case in suite] == [
-        f"dtype-lint.{code}" for code in ("DTL201", "DTL401", "DTL302", "DTL404")]
+        f"dtype-lint.{code}" for code in ("DTL201", "DTL302", "DTL401", "DTL404")]
     assert suite[0].get("line") == "2" and suite[0][0].tag == "failure"
     passing = ElementTree.fromstring(run_cli("check", "--no-cache", "--format", "junit", "nb", cwd=tmp_path).stdout)
     assert passing.get("failures") == "0" and passing[0][0].get("name") == "No errors found"

@@ -683,3 +683,39 @@ def test_a_parameterless_layer_gives_its_inputs_dtype_whatever_it_was_cast_to():
     assert p.value("y", 5).dtype == "fp32"
     assert p.value("z", 7).dtypes == {"fp16"}
     assert not p.value("w", 8).dtypes  # torch raises (Half weight, Float input): nothing flows on
+
+
+def test_variadic_operands_einsum_and_functions_without_typed_parameters():
+    # ``einsum(equation, *operands)`` and ``F.max_pool2d(input, ...)`` (no typed stub): the
+    # tensor-valued arguments decide the result's dtype
+    p = Probe(
+        """
+        import torch
+        import torch.nn.functional as F
+        q = torch.randn(2, 4, 8).half()
+        k = torch.randn(2, 4, 8, dtype=torch.bfloat16)
+        scores = torch.einsum("bqd,bkd->bqk", q, q)
+        pooled = F.max_pool2d(q, 2)
+        mixed = torch.einsum("bqd,bkd->bqk", q, k)
+        """
+    )
+    assert p.value("scores", 6).dtype == "fp16"
+    assert p.value("pooled", 7).dtype == "fp16"
+    assert not p.value("mixed", 8).dtypes  # torch raises on Half with BFloat16: nothing flows on
+
+
+def test_a_selector_mask_of_unknown_dtype_does_not_hide_the_result():
+    p = Probe(
+        """
+        import torch
+        def fill(x, mask):
+            h = x.half()
+            kept = torch.where(mask, h, -1e30)
+            zeroed = h.masked_fill(mask, 0.0)
+            picked = h.where(mask, 0.0)
+            return kept, zeroed, picked
+        """
+    )
+    assert p.value("kept", 5).dtype == "fp16"
+    assert p.value("zeroed", 6).dtype == "fp16"
+    assert p.value("picked", 7).dtype == "fp16"

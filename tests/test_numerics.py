@@ -218,3 +218,30 @@ def test_sensitive_op_inside_autocast_follows_torchs_autocast_lists():
         "    spread = h.var(-1)\n"
     )
     assert [(f.code, f.line) for f in findings(source, "DTL503")] == [("DTL503", 7)]
+
+
+SOFTMAX_AFTER_FILL = '''import torch
+
+
+def attend(q, k, mask):
+    scores = (q @ k.transpose(-1, -2)).half()
+    scores = FILL
+    return scores.softmax(-1)
+'''
+
+
+@pytest.mark.parametrize(
+    "fill, expected",
+    [
+        # torch raises on a float16 masked_fill beyond its range: DTL501's finding, no -inf reaches softmax
+        ("scores.masked_fill(mask, -1e9)", [("DTL501", 6)]),
+        # torch.where rounds the scalar to -inf, and a fully masked row's softmax is NaN
+        ("torch.where(mask, scores, -1e30)", [("DTL501", 6), ("DTL503", 7)]),
+        ('scores.masked_fill(mask, float("-inf"))', [("DTL503", 7)]),
+        ("scores.masked_fill(mask, torch.finfo(scores.dtype).min)", []),
+    ],
+)
+def test_softmax_is_flagged_only_where_its_scores_can_be_minus_inf(fill, expected):
+    text = SOFTMAX_AFTER_FILL.replace("FILL", fill)
+    found = check_text(text, "attend.py", Settings(select=("DTL501", "DTL503"), min_confidence=Confidence.LOW))
+    assert [(f.code, f.line) for f in found.findings] == expected

@@ -185,7 +185,8 @@ trainer.fit(model)
 
 def test_lightning_16_mixed_fit_of_a_half_module_is_dtl302():
     report = check_text(LIGHTNING_HALF.format(precision="16-mixed"), "train.py", Settings(select=("DTL302",)))
-    assert [(f.line, f.confidence) for f in report.findings] == [(6, Confidence.HIGH)]
+    # reported at the cast that makes the trained weights float16, where the fix goes
+    assert [(f.line, f.confidence) for f in report.findings] == [(4, Confidence.HIGH)]
     assert 'precision="16-mixed"' in report.findings[0].message
 
 

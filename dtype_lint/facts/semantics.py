@@ -252,6 +252,12 @@ class Semantics:
         entry = self.entry(op)
         if entry is None or "opnd" not in entry:
             return None
+        if not op.startswith("Tensor.") and not entry["opnd"] and not entry.get("opkw") \
+                and entry.get("out") in ("same", "widen", "promote"):
+            # a function whose result follows its inputs, yet no named parameter is an operand:
+            # they come through ``*operands`` (``einsum(equation, *operands)``), which the stubs
+            # do not list; the tensor-valued arguments are the operands
+            return None
         return tuple(entry["opnd"]), frozenset(entry.get("opkw", ()))
 
     def names(self, where: str | None = None) -> Iterable[str]:

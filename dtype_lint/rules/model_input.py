@@ -470,24 +470,10 @@ class LowpModelFp32Input(Rule):
             f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
             f"Float); cast the input or use autocast"
         )
-        alias = _aliasing_cast(self.ctx, module_node, module.origin_of(low))
-        if alias is not None:
-            # ``fp16_model = model.half()``: the cast changed ``model`` too (a module casts in
-            # place and returns itself); the line to change is the cast (``deepcopy`` first)
-            target = alias.parent_name
-            reported = self.__dict__.setdefault("_aliases", set())
-            if id(alias.cast) in reported:
-                return
-            reported.add(id(alias.cast))
-            self.report(
-                alias.cast,
-                f"`{code(self.ctx, alias.cast)}` casts `{name}` in place and returns it, so `{target}` and `{name}` are "
-                f"the same module: line {self.ctx.position(arg.value).start.line} calls `{name}` on `{argument}`, "
-                f"{dtype_phrase(value)}, and fails with a dtype mismatch (expected scalar type "
-                f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
-                f"Float); cast a copy (`copy.deepcopy({name})`) to keep `{name}` in float32",
-                confidence=confidence,
-            )
+        if _aliasing_cast(self.ctx, module_node, module.origin_of(low)) is not None:
+            # ``fp16_model = model.half()`` then ``model(x)``: the cast changed ``model`` too (a
+            # module casts in place and returns itself). One defect, reported once, at the cast,
+            # by DTL407 (cast-alias-original), where the fix (``deepcopy`` first) goes.
             return
         fix = None
         if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):

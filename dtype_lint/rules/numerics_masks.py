@@ -415,8 +415,9 @@ class _Saturations:
 def may_hold_inf(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """Scores that may hold ``-inf`` in float16, so that a fully masked row's softmax is NaN:
     scores plus an additive mask filled with ``finfo.min`` / ``-inf`` (``finfo(float16).min``
-    plus any score below -16 overflows), or filled with ``-inf`` or a value beyond float16's
-    range (``masked_fill(mask, -1e9)``, ``torch.where(mask, x, -1e30)``). A fill with
+    plus any score below -16 overflows), or filled with ``-inf``, or by ``torch.where`` with a
+    value beyond float16's range (``torch.where(mask, x, -1e30)``; ``masked_fill(mask, -1e9)``
+    raises instead). A fill with
     ``finfo.min`` itself is finite, and a clamp back to the minimum (``torch.max(x, finfo.min)``,
     ``x.clamp(min=...)``) makes the scores finite again."""
     if depth > 6:
@@ -449,7 +450,11 @@ def may_hold_inf(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
         fill = argument(expr, "other", 2 if shape.qualified else 1)
     if fill is not None:
         found = number(ctx, fill.value)
-        if found is not None and (found.value == -math.inf or overflows_fp16(found.value)):
+        # a float16 ``masked_fill`` with a value beyond its range raises ("value cannot be
+        # converted to type c10::Half without overflow", DTL501) rather than writing -inf;
+        # ``torch.where`` rounds the scalar to -inf
+        overflows = found is not None and overflows_fp16(found.value) and shape.name == "where"
+        if found is not None and (found.value == -math.inf or overflows):
             return True
     if shape.name == "add" and shape.qualified is not None and len(expr.args) >= 2:
         saturations = _Saturations(ctx)

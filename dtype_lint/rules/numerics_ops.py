@@ -80,8 +80,9 @@ class LowpSensitiveOp(Rule):
     powers below 2 and
     powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `softmax` is flagged only
     when its scores may hold `-inf`: an additive mask filled with `finfo.min` or `-inf` added
-    to them (`finfo(float16).min` plus a score below -16 overflows), or a fill beyond float16's
-    range (`masked_fill(mask, -1e9)`), with no clamp back to the minimum in between; torch
+    to them (`finfo(float16).min` plus a score below -16 overflows), a `-inf` fill, or a
+    `torch.where` fill beyond float16's range (`torch.where(mask, x, -1e30)` writes -inf; a
+    float16 `masked_fill(mask, -1e9)` raises instead, DTL501), with no clamp back in between; torch
     computes a float16 softmax of finite scores in float32 and only rounds the result, so a
     `masked_fill(mask, torch.finfo(scores.dtype).min)` before it is fine. `log` and `rsqrt` are
     left out on purpose: their float16 failures come from a vanished epsilon (DTL504); so is
@@ -179,7 +180,8 @@ class LowpSensitiveOp(Rule):
         """``model.half()`` of a model that holds a hand-written norm (a class of this file named
         ``*Norm*`` whose forward squares or takes the variance of its input without a float32
         upcast: ConvNeXt's channels-first LayerNorm, facebookresearch/ConvNeXt#71), when the cast
-        model is then run outside autocast: reported at the cast, where the choice was made."""
+        model is then run outside autocast: reported at the cast, where the choice was made, unless
+        the flow reached the norm's op and it was reported there."""
         norms = _handwritten_norms(self.ctx)
         if not norms:
             return
@@ -193,6 +195,8 @@ class LowpSensitiveOp(Rule):
                 continue
             seen.add(id(cast.node))
             name, op = found
+            if id(op) in self.__dict__.get("_reported_ops", ()):
+                continue  # the norm's own op was reported (the flow reached it): one finding per defect
             self.report(
                 cast.node,
                 f"this casts `{cast.target}` to float16, and it holds `{name}`, a hand-written norm whose statistics"
@@ -238,6 +242,7 @@ class LowpSensitiveOp(Rule):
             f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}, "
             f"outside autocast: {why}; compute it in float32 (`.float()`, or `dtype=torch.float32`)"
         )
+        self.__dict__.setdefault("_reported_ops", set()).add(id(node))
         self.report(node, message, confidence=confidence)
 
 

@@ -112,6 +112,17 @@ class Operands:
         self.choices.append((token,))
 
 
+# Boolean selectors torch's stubs type as plain Tensors: a ``condition``/``mask`` chooses entries
+# and never takes part in the result's dtype (``torch.where(mask, half, -1e30)`` is float16
+# whatever the mask is). Positions as in ``operand_positions`` (after a method's receiver).
+SELECTOR_POSITIONS = {
+    "torch.where": 0, "Tensor.where": 0, "torch.masked_fill": 1, "Tensor.masked_fill": 0,
+    "Tensor.masked_fill_": 0, "Tensor.masked_scatter": 0, "Tensor.masked_scatter_": 0,
+    "torch.masked_select": 1, "Tensor.masked_select": 0,
+}
+SELECTOR_KEYWORDS = frozenset({"condition", "mask"})
+
+
 def gather(data: semantics.Semantics, name: str, call: cst.Call, value_of: Callable, names: "ImportTable",
            receiver: Value | None = None) -> Operands:
     """The operands of ``call`` for ``name``: the receiver, then the arguments torch's stubs
@@ -128,9 +139,10 @@ def gather(data: semantics.Semantics, name: str, call: cst.Call, value_of: Calla
             continue
         if arg.keyword is None:
             position, index = index, index + 1
-            is_operand = recorded is None or position in recorded[0]
+            is_operand = (recorded is None or position in recorded[0]) and SELECTOR_POSITIONS.get(name) != position
         else:
-            is_operand = recorded is None or arg.keyword.value in recorded[1]
+            is_operand = (recorded is None or arg.keyword.value in recorded[1]) and (
+                name not in SELECTOR_POSITIONS or arg.keyword.value not in SELECTOR_KEYWORDS)
         if not is_operand:
             continue
         if isinstance(arg.value, cst.Name) and arg.value.value == "None":
