@@ -719,3 +719,20 @@ def test_a_selector_mask_of_unknown_dtype_does_not_hide_the_result():
     assert p.value("kept", 5).dtype == "fp16"
     assert p.value("zeroed", 6).dtype == "fp16"
     assert p.value("picked", 7).dtype == "fp16"
+
+
+def test_a_move_to_another_tensors_device_keeps_the_dtype():
+    p = Probe(
+        """
+        import torch
+        def blur(prediction, device):
+            kernel = torch.ones(3, 1, 5, 5)
+            moved = kernel.to(prediction.device)
+            also = kernel.to(device)
+            like = kernel.to(prediction)
+            return moved, also, like
+        """
+    )
+    assert p.value("moved", 5).dtype == "fp32" and not p.value("moved", 5).partial
+    assert p.value("also", 6).dtype == "fp32" and not p.value("also", 6).partial
+    assert not p.value("like", 7).certain  # ``.to(tensor)`` takes that tensor's (unknown) dtype

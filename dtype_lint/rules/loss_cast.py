@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
@@ -13,7 +15,14 @@ from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import LOSS_FUNCTIONS
 
 LOW_CASTS = {"half": "float16", "bfloat16": "bfloat16"}
+_CALLS_BACKWARD = re.compile(r"\bbackward\b")
 LOW_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
+
+
+def _no_grad(ctx, expr: cst.BaseExpression) -> bool:
+    """``torch.no_grad()`` / ``torch.inference_mode()`` (called or not, as a decorator is)."""
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    return ctx.names.matches(func, "torch.no_grad", "torch.inference_mode") is not None
 
 
 class LossDowncast(Rule):
@@ -52,6 +61,11 @@ class LossDowncast(Rule):
     triggers = LOWP_TRIGGERS
     required_triggers = ((exact_word("backward"),),)
     valid = (
+        # evaluation under no_grad in a training file: no gradient flows through the cast
+        "import torch\nimport torch.nn.functional as F\n@torch.no_grad()\ndef evaluate(a, b):\n"
+        "    return F.mse_loss(a, b).half()\nloss.backward()\n",
+        "import torch\nimport torch.nn.functional as F\nwith torch.no_grad():\n    val = F.mse_loss(a, b).half()\n"
+        "loss.backward()\n",
         "import torch.nn.functional as F\nloss = F.mse_loss(a.float(), b.float())\nloss.backward()\n",
         "import torch\nimport torch.nn.functional as F\nlogits = model(x).half()\nloss = F.cross_entropy(logits.float(), y)\nloss.backward()\n",
     )
@@ -66,8 +80,10 @@ class LossDowncast(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute):
-            return
+        if not isinstance(node.func, cst.Attribute) or not _CALLS_BACKWARD.search(self.ctx.text):
+            return  # a program that never takes a gradient (evaluation): DTL505's concern, if any
+        if self._without_grad(node):
+            return  # ``@torch.no_grad()`` validation: no gradient flows back through the cast
         dtype = self._low_cast(node)
         if dtype is None:
             return
@@ -81,6 +97,17 @@ class LossDowncast(Rule):
             " cast into the float32 graph; keep losses in float32",
             confidence=Confidence.MEDIUM,
         )
+
+    def _without_grad(self, node: cst.Call) -> bool:
+        """Inside ``with torch.no_grad():`` / ``inference_mode()`` or a function decorated so."""
+        scope = self.ctx.enclosing(node, cst.With, cst.FunctionDef)
+        while scope is not None:
+            if isinstance(scope, cst.With) and any(_no_grad(self.ctx, item.item) for item in scope.items):
+                return True
+            if isinstance(scope, cst.FunctionDef) and any(_no_grad(self.ctx, d.decorator) for d in scope.decorators):
+                return True
+            scope = self.ctx.enclosing(scope, cst.With, cst.FunctionDef)
+        return False
 
     def _low_cast(self, node: cst.Call) -> str | None:
         method = node.func.attr.value

@@ -24,9 +24,9 @@ def main():
     torch.manual_seed(0)
     base = nn.Linear(32, 32)
     base.requires_grad_(False)
-    model = LoRALinear(base).cuda().half()
+    model = LoRALinear(base).cuda().half()  # defect: DTL302 (reported where the weights become float16)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=1e-3)  # defect: DTL302
+    optimizer = torch.optim.AdamW(trainable, lr=1e-3)
     scaler = torch.amp.GradScaler("cuda")
     for step in range(10):
         x = torch.randn(8, 32, device="cuda", dtype=torch.float16)

@@ -123,6 +123,13 @@ SELECTOR_POSITIONS = {
 SELECTOR_KEYWORDS = frozenset({"condition", "mask"})
 
 
+def _names_a_device(expr: cst.BaseExpression) -> bool:
+    """``device``, ``x.device``, ``self.device``, ``accelerator.device``: by the convention of
+    torch (``Tensor.device``), transformers (``model.device``) and accelerate, a torch.device."""
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+    return name == "device"
+
+
 def gather(data: semantics.Semantics, name: str, call: cst.Call, value_of: Callable, names: "ImportTable",
            receiver: Value | None = None) -> Operands:
     """The operands of ``call`` for ``name``: the receiver, then the arguments torch's stubs
@@ -147,6 +154,8 @@ def gather(data: semantics.Semantics, name: str, call: cst.Call, value_of: Calla
             continue
         if isinstance(arg.value, cst.Name) and arg.value.value == "None":
             continue  # ``bias=None``
+        if _names_a_device(arg.value):
+            continue  # ``x.to(other.device)``: a torch.device, never an operand
         token = scalar_kind(arg.value, names)
         if token is not None:
             found.add_scalar(token)
