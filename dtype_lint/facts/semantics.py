@@ -181,6 +181,10 @@ class Semantics:
         if entry.get("module"):
             return self._module_output(entry, rule, tensors, module)
         if not tensors:
+            if scalars and entry.get("mix") == "promote" and rule == "same":
+                # only Python numbers beside a boolean selector: ``torch.where(c, 1.0, 0.0)`` is
+                # the default float, as ``torch.tensor`` of those numbers would be
+                return self._from_scalars(scalars, default_float)
             return None
         base = self._combine(tensors, entry.get("mix", "promote"))
         if base is None:
