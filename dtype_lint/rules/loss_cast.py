@@ -79,9 +79,13 @@ class LossDowncast(Rule):
         ),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # a program that never takes a gradient (evaluation): DTL505's concern, if any
+        self._takes_gradients = bool(_CALLS_BACKWARD.search(self.ctx.text))
+
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or not _CALLS_BACKWARD.search(self.ctx.text):
-            return  # a program that never takes a gradient (evaluation): DTL505's concern, if any
+        if not isinstance(node.func, cst.Attribute) or not self._takes_gradients:
+            return
         if self._without_grad(node):
             return  # ``@torch.no_grad()`` validation: no gradient flows back through the cast
         dtype = self._low_cast(node)
