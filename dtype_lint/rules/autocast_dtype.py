@@ -220,7 +220,6 @@ class AutocastDeviceMismatch(Rule):
 
 AUTOCAST_FAILS = 'CUDA autocast raises "Current CUDA Device does not support bfloat16"'
 TRAINER_FAILS = "bf16 training is refused (`is_bf16_supported()` is False there)"
-LOAD_FAILS = "there are no native bf16 kernels: matmuls are emulated (slow) or fail"
 # torch 2.3 made ``torch.cuda.is_bf16_supported()`` count emulated bf16 (its default
 # ``including_emulation=True``): from then on a pre-Ampere GPU answers True, CUDA autocast and the
 # frameworks' bf16 checks accept it, and bf16 runs (slowly). Before, the check was
@@ -232,10 +231,10 @@ OLD_TORCH = (("target_torch", "2.1"),)
 
 class Bf16Unchecked(Rule):
     """## What it does
-    Flags bfloat16 training or loading on a GPU in a file that never checks the GPU supports it:
+    Flags bfloat16 training on a GPU in a file that never checks the GPU supports it:
     `torch.autocast("cuda", dtype=torch.bfloat16)` (also via a config string, as in nanoGPT's
-    `dtype = 'bfloat16'`), `TrainingArguments(bf16=True)`, `Accelerator(mixed_precision="bf16")`,
-    Lightning's `precision="bf16-mixed"`, and `from_pretrained(dtype=torch.bfloat16)`. The
+    `dtype = 'bfloat16'`), `TrainingArguments(bf16=True)`, `Accelerator(mixed_precision="bf16")`
+    and Lightning's `precision="bf16-mixed"`. The
     framework settings may come from a config file or object the project reads
     (`Accelerator(mixed_precision=config["training"]["mixed_precision"])` with
     `mixed_precision = "bf16"` in config.toml, `TrainingArguments(bf16=opts.bf16)` with a
@@ -244,12 +243,13 @@ class Bf16Unchecked(Rule):
     `torch.cuda.is_bf16_supported()` (or transformers' `is_torch_bf16_gpu_available`, accelerate's
     `is_bf16_available`, a `get_device_capability` check) anywhere in the file counts as the
     check; TPU scripts (`torch_xla`), FP8 training (`torchao.float8`, `transformer_engine`: Ada or
-    Hopper GPUs only), CPU autocast and `Accelerator(cpu=True)` are never flagged,
-    and test files (`tests/`, `test_*.py`) only at low confidence, since a test suite runs on
-    hardware its CI chose. An autocast whose `dtype=` is a variable bound once to bf16
-    (`amp_dtype = torch.bfloat16`, nanoGPT's `dtype = 'bfloat16'`) is reported at that line, the
-    one to change, once for all its autocasts. `from_pretrained(dtype=torch.bfloat16)` alone is low confidence too:
-    a bf16 load is mostly for inference, which older GPUs still run, and is usually deliberate.
+    Hopper GPUs only), CPU autocast and `Accelerator(cpu=True)` are never flagged, and neither
+    are test files (`tests/`, `test_*.py`: a test suite runs on hardware its CI chose), a bf16
+    choice beside a float16 fallback, nor `from_pretrained(dtype=torch.bfloat16)` (a bf16 load is
+    mostly for inference, which older GPUs still run, and is usually deliberate): those were low
+    confidence, and none of them read on unseen repositories was a defect. An autocast whose
+    `dtype=` is a variable bound once to bf16 (`amp_dtype = torch.bfloat16`, nanoGPT's
+    `dtype = 'bfloat16'`) is reported at that line, the one to change, once for all its autocasts.
 
     Reported only for a project that supports a torch older than 2.3 (`target-torch`, read from
     its dependencies): there the failure is real. From torch 2.3 on, `is_bf16_supported()` counts
@@ -288,13 +288,13 @@ class Bf16Unchecked(Rule):
     summary = "bfloat16 on GPU without a capability check"
     # bf16: ``bf16=True`` / ``"bf16"`` / ``"bf16-mixed"`` (a word starting with "bf16") or a
     # ``bfloat16`` dtype literal; and the site: ``*Arguments``/``*Config``, ``Accelerator``,
-    # ``Trainer``/``Fabric``, an autocast call or ``from_pretrained``. Only Lightning's precision
+    # ``Trainer``/``Fabric`` or an autocast call. Only Lightning's precision
     # string may hold bf16 inside a longer word, so without Trainer/Fabric the bf16 is a whole word.
     triggers = ("bf16", exact_word("bfloat16"))
     required_triggers = (
         (
             "Arguments", "Config", exact_word("Accelerator"), exact_word("Trainer"), exact_word("Fabric"),
-            exact_word("autocast"), exact_word("from_pretrained"),
+            exact_word("autocast"),
         ),
         (exact_word("bf16"), exact_word("bfloat16"), exact_word("Trainer"), exact_word("Fabric")),
     )
@@ -342,8 +342,7 @@ class Bf16Unchecked(Rule):
             if requires_bf16_hardware(self.ctx, anchor):
                 continue  # ``@RunIf(bf16_cuda=True)``: the decorator is the capability check
             if is_test_file(self.ctx.path):
-                # Test suites run on hardware their CI chose; the missing check is not a user's bug.
-                confidence = Confidence.LOW
+                continue  # test suites run on hardware their CI chose: the missing check is no user's bug
             self.report(
                 anchor,
                 f"{what} but this file never checks `torch.cuda.is_bf16_supported()`: on a pre-Ampere GPU"
@@ -398,14 +397,6 @@ class Bf16Unchecked(Rule):
             if found is not None:
                 what, confidence = found
                 return call, f"Lightning `{name}(precision={what})` trains in bfloat16", TRAINER_FAILS, confidence
-        if name == "from_pretrained":
-            for key in ("dtype", "torch_dtype"):
-                value = keyword(call, key)
-                if dtype_literal(names, value) == "bfloat16" and self._on_gpu(call):
-                    what = f"`from_pretrained({key}={self.ctx.code_for(value)})` loads the model in bfloat16"
-                    # Low: loading in bf16 is mostly inference, which an older GPU runs (slowly),
-                    # and on unseen code the hard-coded choice was deliberate 6 times in 7 (issue 14).
-                    return value, what, LOAD_FAILS, Confidence.LOW
         return None
 
     def _needs_fp8_hardware(self) -> bool:
@@ -461,13 +452,6 @@ class Bf16Unchecked(Rule):
         fallback = any(c in ("fp16", "16", "16-mixed", "16-true") for c in choices)
         what = f"{facts.ctx.code_for(argument)} = {bf16[0]!r}"
         return what, Confidence.LOW if fallback else Confidence.MEDIUM
-
-    def _on_gpu(self, call: cst.Call) -> bool:
-        """The loaded model is meant for a GPU: a device_map other than "cpu", or CUDA in the file."""
-        device_map = keyword(call, "device_map")
-        if device_map is not None:
-            return string_value(device_map) not in ("cpu",)
-        return "cuda" in self.ctx.text
 
 
 LOSS_FUNCTIONS = re.compile(

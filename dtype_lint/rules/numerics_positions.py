@@ -7,7 +7,6 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.amp import dtype_literal, literal_string
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.training import walk
@@ -241,23 +240,19 @@ class LowpIntegerPositions(Rule):
 # -- DTL507 ------------------------------------------------------------------------------------
 # Checkpoint families trained in bfloat16 whose float16 overflow is documented (HF model docs,
 # huggingface/transformers#10956 for T5, the Gemma model card); matched on the repo name.
+# Other bfloat16-pretrained families (Llama 3, Mistral, BLOOM...) and checkpoints named at run
+# time are not reported: whether their activations leave float16's range is not documented, and
+# on unseen repositories every such finding read was false (benchmarks/LOWCONF-TRIAGE.tsv).
 DOCUMENTED = ("t5", "flan-t5", "mt5", "byt5", "long-t5", "ul2", "flan-ul2", "t0", "mt0", "madlad", "gemma")
-# Other bfloat16-pretrained families: overflow is possible but not documented per checkpoint.
-BF16_TRAINED = ("llama-3", "meta-llama-3", "mistral", "mixtral", "qwen2", "qwen3", "falcon", "bloom", "phi-3", "deepseek", "olmo")
 LOADERS = frozenset({"from_pretrained"})
-# Language model classes (their checkpoints are mostly bfloat16-pretrained nowadays).
-LANGUAGE_MODELS = ("ForCausalLM", "ForSeq2SeqLM", "ForConditionalGeneration", "LMHeadModel")
 
 
-def _family(model_id: str) -> tuple[str, bool] | None:
-    """(family prefix, documented?) for a hub id such as ``google/flan-t5-large``."""
+def _family(model_id: str) -> str | None:
+    """The documented family prefix of a hub id such as ``google/flan-t5-large``."""
     name = model_id.lower().rsplit("/", 1)[-1]
     for prefix in DOCUMENTED:
         if name.startswith(prefix) and (prefix != "t0" or name[2:3] in ("", "_", "p", "-")):
-            return prefix, True
-    for prefix in BF16_TRAINED:
-        if name.startswith(prefix):
-            return prefix, False
+            return prefix
     return None
 
 
@@ -267,13 +262,12 @@ class Fp16OnBf16Pretrained(Rule):
     the hub id is a literal of the file (directly or through a variable):
     `from_pretrained("google/flan-t5-large", torch_dtype=torch.float16)`, `pipeline(...,
     model="google/gemma-2b", torch_dtype=torch.float16)`, or `.half()` / `.to(torch.float16)`
-    on such a model. Medium confidence for families whose float16 overflow is documented (T5,
-    mT5, Flan-T5, ByT5, UL2, T0, Gemma); low confidence (hidden by default) for other
-    bfloat16-trained families (Llama 3, Mistral, Qwen2, Falcon, BLOOM...), since whether a given
-    checkpoint's activations leave float16's range can only be known from running it. A
-    language model class (`AutoModelForCausalLM`, `*ForSeq2SeqLM`...) loaded from a run-time id
-    with float16 hard-coded is low confidence too: any checkpoint, bf16-pretrained ones included,
-    runs in float16.
+    on such a model, for families whose float16 overflow is documented (T5, mT5, Flan-T5, ByT5,
+    UL2, T0, Gemma), when float16 is chosen on every path. Other bfloat16-trained families
+    (Llama 3, Mistral, BLOOM...) and ids known only at run time are not reported: whether a
+    given checkpoint's activations leave float16's range can only be known from running it, and
+    on unseen repositories none of those findings was a real defect (LLaMA-1 delta scripts, GPTQ
+    and OPT checkpoints, tests loading float16 on purpose).
 
     ## Why is this bad?
     Weights trained in bfloat16 produce activations up to float32's range; in float16 anything
@@ -309,6 +303,12 @@ class Fp16OnBf16Pretrained(Rule):
         # Llama 2 was released in float16.
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf', torch_dtype=torch.float16)\n",
+        # bfloat16-trained, but its float16 overflow is not documented
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('meta-llama/Meta-Llama-3-8B', dtype=torch.float16)\n",
+        # a checkpoint named at run time: which one, and how it was trained, is unknown
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "def load(model_id):\n    return AutoModelForCausalLM.from_pretrained(model_id, torch_dtype=torch.float16)\n",
         "from transformers import T5ForConditionalGeneration\nmodel = T5ForConditionalGeneration.from_pretrained('t5-base')\n",
         # a run-time checkpoint in its own dtype
         "from transformers import AutoModelForCausalLM\n"
@@ -322,14 +322,6 @@ class Fp16OnBf16Pretrained(Rule):
         Invalid(
             "from transformers import T5ForConditionalGeneration\n"
             "model = T5ForConditionalGeneration.from_pretrained('t5-large')\nmodel = model.half()\n"
-        ),
-        Invalid(
-            "import torch\nfrom transformers import AutoModelForCausalLM\n"
-            "model = AutoModelForCausalLM.from_pretrained('meta-llama/Meta-Llama-3-8B', dtype=torch.float16)\n"
-        ),
-        Invalid(
-            "import torch\nfrom transformers import AutoModelForCausalLM\n"
-            "def load(model_id):\n    return AutoModelForCausalLM.from_pretrained(model_id, torch_dtype=torch.float16)\n"
         ),
     )
 
@@ -377,29 +369,11 @@ class Fp16OnBf16Pretrained(Rule):
     def _loaded(self, node: cst.Call, model_id) -> None:
         dtype = argument(node, "torch_dtype", None) or argument(node, "dtype", None)
         if model_id is None:
-            self._run_time_checkpoint(node, dtype)
             return
         certain = self._fp16(dtype.value if dtype is not None else None)
         if certain is None:
             return
         self._report(node, model_id, certain, f"`{dtype.keyword.value}={self.ctx.code_for(dtype.value).strip()}`")
-
-    def _run_time_checkpoint(self, node: cst.Call, dtype: cst.Arg | None) -> None:
-        """A language model class loaded from a run-time id with float16 hard-coded: whatever
-        checkpoint is given runs in float16, bf16-pretrained ones too (low confidence)."""
-        loader = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
-        if dtype is None or loader is None or not loader.rsplit(".", 1)[-1].endswith(LANGUAGE_MODELS):
-            return
-        if not (dtype_literal(self.ctx.names, dtype.value) == "float16" or literal_string(dtype.value) == "float16"):
-            return
-        self.report(
-            node,
-            f"`{loader}.from_pretrained(...)` loads whatever checkpoint it is given in float16"
-            f" (`{dtype.keyword.value}={self.ctx.code_for(dtype.value).strip()}`): checkpoints pretrained in bfloat16"
-            " (Llama 3, Qwen, Mistral, Gemma, T5) can exceed float16's 65504 and give inf/NaN;"
-            f" use `{dtype.keyword.value}=\"auto\"` (the checkpoint's own dtype) or bfloat16",
-            confidence=Confidence.LOW,
-        )
 
     def _cast(self, node: cst.Call, shape) -> None:
         if not isinstance(shape.receiver, cst.Name):
@@ -427,19 +401,12 @@ class Fp16OnBf16Pretrained(Rule):
 
     def _report(self, node: cst.Call, model_id, certain: bool, how: str) -> None:
         text, _ = model_id
-        family = _family(text)
-        if family is None:
-            return
-        prefix, documented = family
-        confidence = Confidence.MEDIUM if documented and certain else Confidence.LOW
-        reason = (
-            "its activations exceed float16's 65504 and become inf/NaN (documented for this family, "
-            "huggingface/transformers#10956)"
-            if documented
-            else "its activations may exceed float16's 65504"
-        )
+        prefix = _family(text)
+        if prefix is None or not certain:
+            return  # float16 on some paths only: the other paths may be what runs
         message = (
-            f"`{text}` ({prefix} family) was pretrained in bfloat16 and is run in float16 by {how}: "
-            f"{reason}; use bfloat16 (or float32)"
+            f"`{text}` ({prefix} family) was pretrained in bfloat16 and is run in float16 by {how}: its activations"
+            " exceed float16's 65504 and become inf/NaN (documented for this family, huggingface/transformers#10956);"
+            " use bfloat16 (or float32)"
         )
-        self.report(node, message, confidence=confidence)
+        self.report(node, message, confidence=Confidence.MEDIUM)
