@@ -18,6 +18,7 @@ import dataclasses
 
 import libcst as cst
 
+from dtype_lint.facts.flow.library import ATTACH_ADAPTER_FUNCTIONS
 from dtype_lint.facts.flow.values import Value
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
@@ -25,7 +26,7 @@ from dtype_lint.facts.training import call_name, keyword, positional, training_f
 # Methods of a model that attach adapters in place, in the base layers' dtype.
 ATTACH_METHODS = frozenset({"add_adapter"})
 # Functions that do the same: qualified name -> (positional index, keyword) of the model.
-ATTACH_FUNCTIONS = {"peft.inject_adapter_in_model": (1, "model"), "peft.mapping.inject_adapter_in_model": (1, "model")}
+ATTACH_FUNCTIONS = ATTACH_ADAPTER_FUNCTIONS
 # Functions that cast a model's trainable parameters to float32 (by default or by argument). The bare
 # names count too: older scripts define their own helper of that name.
 TRAINABLE_UPCASTS = frozenset({
@@ -79,14 +80,13 @@ def upcasts_trainable_params(ctx) -> bool:
 
 
 def _reassigns_param_data(loop: cst.For) -> bool:
-    """``for p in <...>.parameters(): ... p.data = ...``."""
-    iterated = loop.iter
-    if not (isinstance(iterated, cst.Call) and call_name(iterated) in ("parameters", "named_parameters")):
+    """``for p in <parameters>: ... p.data = ...`` (over ``model.parameters()`` or a list of them):
+    the loop recasts each parameter in place."""
+    variable = dotted_name(loop.target)
+    if variable is None:
         return False
     for node in walk(loop.body, into_definitions=True):
-        if isinstance(node, cst.Assign) and any(
-            (dotted_name(t.target) or "").endswith(".data") for t in node.targets
-        ):
+        if isinstance(node, cst.Assign) and any(dotted_name(t.target) == f"{variable}.data" for t in node.targets):
             return True
     return False
 

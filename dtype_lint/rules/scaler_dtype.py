@@ -494,6 +494,14 @@ class Fp16TrainableParams(Rule):
     `nn.Sequential` / `nn.ModuleList`, in a class the model contains, in any file) is reported
     where that layer is made, or, when it is made in another file, at the `scaler.unscale_` /
     `scaler.step` call that raises.
+    In a file that uses PEFT, the rule queries the adapter contract (`facts/adapters.py`):
+    adapters attached in place (`unet.add_adapter(config)` of diffusers' and transformers'
+    `PeftAdapterMixin`, `peft.inject_adapter_in_model(config, model)`) are made in the dtype of
+    the layers they wrap, so on a model the flow knows may be float16, whose parameters an
+    optimizer of the same function trains with loss scaling, they are float16: reported at the
+    attaching call, unless the file upcasts trainable parameters (`cast_training_params`,
+    `cast_mixed_precision_params`, or a loop reassigning `param.data`). `get_peft_model` is not
+    such a call: its `PeftModel` upcasts float16 adapters to float32.
 
     ## Why is this bad?
     Mixed precision keeps the trainable weights in float32 and lets autocast run fp16 kernels.
