@@ -62,6 +62,15 @@ class Fp32ModelLowpInput(Rule):
     on every path to the call, or when the float32 cast and the input's low dtype sit in
     exclusive branches (the two sides of one `if`, or contradicting tests).
 
+    The in-place upcast contract (`facts/inplace_upcast.py`): a module kept by the object or
+    given as a parameter (`self.vae`), upcast to float32 in place (`self.upcast_vae()`, diffusers'
+    pipelines' method; `self.vae.to(dtype=torch.float32)`; `.float()`) under a test of its own
+    float16 dtype (`if self.vae.dtype == torch.float16 and ...`, also through a name), with the
+    input cast to its dtype only inside that branch and never cast back in the function, is
+    reported at each later `self.vae.decode(x)` / `encode(x)` of that input (medium): the upcast
+    outlives the call, so the next call skips the branch and gives the float16 input to the
+    float32 VAE (huggingface/diffusers d4b2bfc, 0ea5162).
+
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
     dtype, but got Half and Float` (`Input type (c10::Half) and bias type (float) should be the
