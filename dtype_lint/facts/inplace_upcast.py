@@ -51,8 +51,8 @@ def upcasts_in(ctx, function: cst.FunctionDef) -> list[InplaceUpcast]:
         for upcast, module in _upcasts(branch.body):
             if module.split(".", 1)[0] not in persistent_roots or not _tests_low_dtype(ctx, function, branch, module):
                 continue
-            if _casts_again(function, module, upcast):
-                continue  # cast back after the call (``if needs_upcasting: self.vae.to(dtype=torch.float16)``)
+            if _casts_again(ctx, function, module):
+                continue  # cast back (``if needs_upcasting: self.vae.to(dtype=torch.float16)``)
             for name in _inputs_cast_in(branch.body, module):
                 for call in _later_input_calls(ctx, function, branch, module, name):
                     found.append(InplaceUpcast(branch, module, upcast, name, call))
@@ -66,7 +66,7 @@ def _parameters(function: cst.FunctionDef) -> list[str]:
 
 def _upcasts(body: cst.CSTNode):
     """``(call, module)`` for each statement of ``body`` that casts a module to float32 in place."""
-    for node in walk(body):
+    for node in walk(body, into_definitions=True):
         if not isinstance(node, cst.Expr) or not isinstance(node.value, cst.Call):
             continue
         call = node.value
@@ -102,17 +102,21 @@ def _tests_low_dtype(ctx, function: cst.FunctionDef, branch: cst.If, module: str
     return False
 
 
-def _casts_again(function: cst.FunctionDef, module: str, upcast: cst.Call) -> bool:
-    """The function casts ``module`` anywhere else (``.to(...)``, ``.half()``, an assignment of it):
-    the upcast may be undone; stay silent."""
-    for node in walk(function.body):
-        if isinstance(node, cst.Call) and node is not upcast and isinstance(node.func, cst.Attribute) \
+def _casts_again(ctx, function: cst.FunctionDef, module: str) -> bool:
+    """``module`` is cast anywhere else than to float32 (``.to(...)``, ``.half()``, an assignment
+    outside ``__init__``), in the function, or, for ``self.vae``, in any method of the class (a
+    helper that casts it back before the next call's test): the upcast may be undone; stay silent."""
+    scope = ctx.enclosing(function, cst.ClassDef) if module.startswith("self.") else None
+    upcasts = {id(call) for call, _ in _upcasts(scope or function)}
+    for node in walk(scope or function, into_definitions=True):
+        if isinstance(node, cst.Call) and id(node) not in upcasts and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value in ("to", "half", "float", "bfloat16", "type") \
                 and dotted_name(node.func.value) == module:
             return True
         if isinstance(node, (cst.Assign, cst.AugAssign)):
             targets = node.targets if isinstance(node, cst.Assign) else (node,)
-            if any(dotted_name(t.target) == module for t in targets):
+            method = ctx.enclosing(node, cst.FunctionDef)
+            if any(dotted_name(t.target) == module for t in targets) and not (method and method.name.value == "__init__"):
                 return True
     return False
 
