@@ -736,3 +736,19 @@ def test_a_move_to_another_tensors_device_keeps_the_dtype():
     assert p.value("moved", 5).dtype == "fp32" and not p.value("moved", 5).partial
     assert p.value("also", 6).dtype == "fp32" and not p.value("also", 6).partial
     assert not p.value("like", 7).certain  # ``.to(tensor)`` takes that tensor's (unknown) dtype
+
+
+def test_inject_adapter_in_model_returns_the_model_it_is_given():
+    # peft.inject_adapter_in_model(config, model) attaches adapters in place and returns the model:
+    # its dtype is the model's (not the config's, the first argument), marked as carrying adapters
+    p = Probe(
+        """
+        import torch
+        from peft import inject_adapter_in_model
+        net = Net().half()
+        net = inject_adapter_in_model(config, model=net)
+        y = net
+        """
+    )
+    value = p.value("net", 6)
+    assert value.kind == "module" and value.dtype == "fp16" and value.role == "peft"

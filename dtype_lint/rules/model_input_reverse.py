@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import inplace_upcast
 from dtype_lint.facts.branch_conditions import branches, exclusive, runs_whenever
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Origin, Value
 from dtype_lint.facts.flow.values import DTYPE
@@ -60,6 +61,15 @@ class Fp32ModelLowpInput(Rule):
     (`x.to(vae.dtype)`), under an enabled autocast region, when a later cast of the model runs
     on every path to the call, or when the float32 cast and the input's low dtype sit in
     exclusive branches (the two sides of one `if`, or contradicting tests).
+
+    The in-place upcast contract (`facts/inplace_upcast.py`): a module kept by the object or
+    given as a parameter (`self.vae`), upcast to float32 in place (`self.upcast_vae()`, diffusers'
+    pipelines' method; `self.vae.to(dtype=torch.float32)`; `.float()`) under a test of its own
+    float16 dtype (`if self.vae.dtype == torch.float16 and ...`, also through a name), with the
+    input cast to its dtype only inside that branch and never cast back in the function, is
+    reported at each later `self.vae.decode(x)` / `encode(x)` of that input (medium): the upcast
+    outlives the call, so the next call skips the branch and gives the float16 input to the
+    float32 VAE (huggingface/diffusers d4b2bfc, 0ea5162).
 
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
@@ -151,6 +161,22 @@ class Fp32ModelLowpInput(Rule):
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the input to float32")
             self.report(arg.value, message, confidence=confidence, fix=fix)
             return
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # A module upcast in place only when its dtype tests float16, its input cast only there:
+        # the upcast outlives the call, so the next call skips the branch (facts/inplace_upcast.py).
+        for found in inplace_upcast.upcasts_in(self.ctx, node):
+            argument = found.call.args[0].value
+            self.report(
+                argument,
+                f"`{found.module}` is upcast to float32 in place (line {self.ctx.position(found.upcast).start.line},"
+                f" `{code(self.ctx, found.upcast)}`) only when its dtype is float16, and `{found.input_name}` is cast"
+                f" to its dtype only in that branch: the upcast outlives this call, so the next call skips the"
+                f" branch and `{code(self.ctx, found.call.func)}` gets the float16 `{found.input_name}` (Input type"
+                " (c10::Half) and bias type (float) should be the same); cast the input to"
+                f" `{found.module}.dtype` on every path, or cast the module back after the call",
+                confidence=Confidence.MEDIUM,
+            )
 
     def _wrapped(self, module_node: cst.BaseExpression) -> bool:
         """The model went through a wrapper that runs its forward under autocast or casts its

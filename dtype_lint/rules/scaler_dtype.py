@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import branch_conditions, config_values, flag_logic, precision_sources
+from dtype_lint.facts import adapters, branch_conditions, config_values, flag_logic, precision_sources
 from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
@@ -494,6 +494,14 @@ class Fp16TrainableParams(Rule):
     `nn.Sequential` / `nn.ModuleList`, in a class the model contains, in any file) is reported
     where that layer is made, or, when it is made in another file, at the `scaler.unscale_` /
     `scaler.step` call that raises.
+    In a file that uses PEFT, the rule queries the adapter contract (`facts/adapters.py`):
+    adapters attached in place (`unet.add_adapter(config)` of diffusers' and transformers'
+    `PeftAdapterMixin`, `peft.inject_adapter_in_model(config, model)`) are made in the dtype of
+    the layers they wrap, so on a model the flow knows may be float16, whose parameters an
+    optimizer of the same function trains with loss scaling, they are float16: reported at the
+    attaching call, unless the file upcasts trainable parameters (`cast_training_params`,
+    `cast_mixed_precision_params`, or a loop reassigning `param.data`). `get_peft_model` is not
+    such a call: its `PeftModel` upcasts float16 adapters to float32.
 
     ## Why is this bad?
     Mixed precision keeps the trainable weights in float32 and lets autocast run fp16 kernels.
@@ -554,8 +562,6 @@ class Fp16TrainableParams(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         facts = training_facts(self.ctx)
-        if facts.uses_peft:
-            return
         scaling = self._loss_scaling(facts)
         conditional = False
         if scaling is None:
@@ -563,6 +569,10 @@ class Fp16TrainableParams(Rule):
             conditional = True
             if scaling is None:
                 return
+        if facts.uses_peft:
+            # adapters: float32 only when made by get_peft_model or upcast (facts/adapters.py)
+            self._report_half_adapters(scaling, conditional)
+            return
         frozen = "requires_grad" in self.ctx.text
         for optimizer in self.ctx.flow.optimizers:
             params = optimizer.params
@@ -621,6 +631,36 @@ class Fp16TrainableParams(Rule):
                 f" (line {_line(self.ctx, call)}) trains it with {scaling}: fp16 gradients cannot be unscaled"
                 f" (\"Attempting to unscale FP16 gradients.\"); load the model in float32 and let {hint} run autocast",
                 confidence=Confidence.HIGH if value.certain and not frozen else Confidence.MEDIUM,
+            )
+
+    def _report_half_adapters(self, scaling: str, conditional: bool) -> None:
+        """Adapters attached in place to a float16 model (``unet.add_adapter(config)``) are float16
+        (peft makes them in the base layers' dtype): trained with loss scaling, unless the file
+        upcasts its trainable parameters (``cast_training_params``), they cannot be unscaled."""
+        if adapters.upcasts_trainable_params(self.ctx):
+            return
+        for attachment in adapters.attachments(self.ctx):
+            value = attachment.value
+            if not value.may_be("fp16"):
+                continue
+            origin = value.origin_of("fp16")
+            optimizer = next(
+                (o for o in self.ctx.flow.optimizers if o.params is not None and o.params.may_be("fp16")
+                 and adapters.trains_parameters_of(self.ctx, attachment, o)),
+                None,
+            )
+            if optimizer is None or branch_conditions.chosen_against(
+                    self.ctx, optimizer.node, origin.node if origin else None):
+                continue
+            model = self.ctx.code_for(attachment.model)
+            self.report(
+                attachment.call,
+                f"`{model}` is {value.describe()} {value.since('fp16')} and `{self.ctx.code_for(attachment.call.func)}`"
+                f" makes its adapter weights in that dtype; the optimizer at line {_line(self.ctx, optimizer.node)}"
+                f" trains them with {scaling}: fp16 gradients cannot be unscaled (\"Attempting to unscale FP16"
+                f" gradients.\"); cast the trainable parameters to float32 after attaching the adapters"
+                f" (diffusers' `cast_training_params({model}, dtype=torch.float32)`)",
+                confidence=Confidence.HIGH if value.certain and not conditional else Confidence.MEDIUM,
             )
 
     def _unscaling_call(self, optimizer) -> cst.Call | None:

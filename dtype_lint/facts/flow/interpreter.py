@@ -1770,7 +1770,8 @@ class Interpreter:
         if qualified in lib.PASS_THROUGH_CALLS or qualified.endswith("DistributedDataParallel"):
             return self._first_argument(node)
         if qualified in lib.PEFT_CALLS:
-            base = self._first_argument(node)
+            attached = lib.ATTACH_ADAPTER_FUNCTIONS.get(qualified)
+            base = self._argument_value(node, attached[1], attached[0]) if attached else self._first_argument(node)
             return base.replace(role="peft") if base is not None and base.kind == MODULE else make(MODULE, role="peft")
         if (module == "torch.nn" or module.startswith("torch.nn.modules")) and attr[:1].isupper():
             if attr == "Parameter":

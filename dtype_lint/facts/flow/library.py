@@ -132,6 +132,13 @@ PEFT_CALLS = frozenset(
     "peft.get_peft_model peft.PeftModel.from_pretrained peft.prepare_model_for_kbit_training"
     " peft.inject_adapter_in_model".split()
 )
+# Functions that attach adapters in place to the model they are given and return it: qualified name
+# -> (position, keyword) of the model argument. peft makes the adapter weights in the dtype of the
+# layers they wrap (see facts/adapters.py); get_peft_model's PeftModel upcasts them instead.
+ATTACH_ADAPTER_FUNCTIONS = {
+    "peft.inject_adapter_in_model": (1, "model"),
+    "peft.mapping.inject_adapter_in_model": (1, "model"),
+}
 TOKEN_FIELDS = frozenset("input_ids attention_mask token_type_ids labels position_ids decoder_input_ids special_tokens_mask".split())
 FLOAT_FIELDS = frozenset("pixel_values input_features input_values pixel_values_videos".split())
 OUTPUT_FIELDS = frozenset(
