@@ -110,7 +110,7 @@ class LowpUnsupportedOp(Rule):
             self._check(node, name, gaps, tensor, spelled)
 
     def _check(self, node: cst.Call, name: str, gaps: tuple[Gap, ...], tensor: cst.BaseExpression, spelled: str) -> None:
-        value = self.ctx.flow.value_of(tensor)
+        value = self.ctx.flow.value_of(tensor, evidence=True)
         if value is None or value.kind != "tensor":
             return
         hit = [gap for gap in gaps if value.may_be(gap.dtype)]

@@ -19,6 +19,7 @@ from dtype_lint.facts import amp, config_values, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
+from dtype_lint.facts.flow import lowp_evidence
 from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
@@ -195,6 +196,7 @@ class Interpreter:
         self._generic: set[int] = set()  # functions run with unknown parameters
         self._semantics_data = NOTHING  # torch's semantics for the file's target-torch, read on first use
         self._rewrites_globals: bool | None = None
+        self._dtype_facts: dict[int, lowp_evidence.FunctionDtypeFacts] = {}  # per function, read once
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -233,6 +235,46 @@ class Interpreter:
         if found is None:
             found = self._origins[id(node)] = Origin(node, self._describe)
         return found
+
+    def _evidence_origin(self, node: cst.CSTNode) -> lowp_evidence.EvidenceOrigin:
+        key = ("evidence", id(node))
+        found = self._origins.get(key)
+        if found is None:
+            found = self._origins[key] = lowp_evidence.EvidenceOrigin(node, self._describe)
+        return found
+
+    def _dtype_facts_of(self, frame: Frame) -> lowp_evidence.FunctionDtypeFacts | None:
+        """The dtype tests and low-precision evidence of the function ``frame`` runs."""
+        function = frame.function
+        if function is None:
+            return None
+        found = self._dtype_facts.get(id(function))
+        if found is None:
+            found = self._dtype_facts[id(function)] = lowp_evidence.facts_of(function, self._dtype_constant)
+        return found
+
+    def _seeded(self, target: cst.Name, value: Value | None, frame: Frame) -> Value | None:
+        """A binding of a name the function shows to be float16/bfloat16 (lowp_evidence.py)."""
+        facts = self._dtype_facts_of(frame)
+        evidence = facts.evidence.get(target.value) if facts is not None else None
+        if evidence is None or id(target) not in evidence.seeds:
+            return value
+        return lowp_evidence.evidenced(value, self._evidence_origin(evidence.node))
+
+    def _narrow(self, frame: Frame, facts: lowp_evidence.FunctionDtypeFacts | None, tests: list) -> None:
+        """In a branch of ``if x.dtype == torch.bfloat16:``: what the test says of ``x``, and of the
+        values whose low dtypes came from the evidence on ``x`` (``w = x + dx``: where ``x`` is not
+        bfloat16, neither is the bfloat16 ``w`` took from it)."""
+        for test in tests:
+            if test.name in frame.env:
+                frame.env[test.name] = lowp_evidence.narrowed(frame.env[test.name], test)
+            evidence = facts.evidence.get(test.name)
+            if evidence is None:
+                continue
+            origin = self._evidence_origin(evidence.node)
+            for key, value in list(frame.env.items()):
+                if key != test.name and value is not None:
+                    frame.env[key] = lowp_evidence.narrowed_along(value, test, origin)
 
     def _part_origin(self, node: cst.CSTNode) -> PartOrigin:
         """The origin of a dtype given to one submodule (``model.backbone.half()``)."""
@@ -500,12 +542,16 @@ class Interpreter:
             return self._body(orelse.body, frame) if isinstance(orelse, cst.Else) else True
         before = frame.env
         flag = _flag_of(node.test)
+        facts = self._dtype_facts_of(frame)
+        body_tests, else_tests = facts.tests(node.test, node) if facts is not None else ([], [])
         frame.env = dict(before)
         self._refine(frame, flag, True)
+        self._narrow(frame, facts, body_tests)
         body_falls = self._body(node.body, frame)
         body_env = frame.env
         frame.env = dict(before)
         self._refine(frame, flag, False)
+        self._narrow(frame, facts, else_tests)
         orelse = node.orelse
         if isinstance(orelse, cst.If):
             self._region(orelse, frame)
@@ -683,6 +729,7 @@ class Interpreter:
 
     def _bind(self, target: cst.BaseExpression, value: Value | None, frame: Frame, source) -> None:
         if isinstance(target, cst.Name):
+            value = self._seeded(target, value, frame)
             self.assign(target.value, value, frame)
             self._record(target, value)
         elif isinstance(target, cst.Attribute):
@@ -1238,6 +1285,10 @@ class Interpreter:
         for star in (node.params.star_arg, node.params.star_kwarg):
             if isinstance(star, cst.Param) and star.name.value not in frame.env:
                 frame.env[star.name.value] = None
+        facts = self._dtype_facts_of(frame)
+        for name, evidence in facts.evidence.items():
+            if evidence.parameter and name in frame.env:
+                frame.env[name] = lowp_evidence.evidenced(frame.env[name], self._evidence_origin(evidence.node))
         self._active.append(id(node))
         try:
             falls = self._body(node.body, frame)
@@ -1744,6 +1795,9 @@ class Interpreter:
             if not dtypes:
                 return make(kind, **fields)
             value = make(kind, dtypes, self.origin(node), **fields)
+            if source is not None and any(isinstance(o, lowp_evidence.EvidenceOrigin) for _, o in source.origins):
+                # ``torch.eye(n, dtype=x.dtype)`` of an evidenced ``x``: the evidence stays its source
+                value = self._keep_origins(value, source, value)
             return value.replace(partial=True) if source is not None and source.partial else value
         if default is None:
             return make(kind, **fields)
