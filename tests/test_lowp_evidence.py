@@ -127,3 +127,33 @@ def test_only_dtl509_reports_on_evidence():
     )
     # the factory rule (DTL508) would call ``x * mask`` a bfloat16 promotion: it does not ask
     assert found == [("DTL509", 8)]
+
+
+def test_a_conditional_expression_narrows_its_sides():
+    found = codes(
+        """
+        import torch
+        def f(x):
+            x = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+            return torch.linalg.svd(x)
+
+        def g(x):
+            x = x.float() if x.dtype == torch.float16 else x
+            return torch.linalg.svd(x)
+        """
+    )
+    assert found == [("DTL509", 9)]  # g leaves bfloat16 to reach svd
+
+
+def test_an_assert_narrows_what_follows():
+    found = codes(
+        """
+        import torch
+        def f(x):
+            if x.dtype == torch.float16:
+                x = x.float()
+            assert x.dtype == torch.float32
+            return torch.linalg.svd(x)
+        """
+    )
+    assert found == []

@@ -523,6 +523,9 @@ class Interpreter:
             return False
         elif isinstance(node, cst.Assert):
             self.ev(node.test, frame)
+            facts = self._dtype_facts_of(frame)
+            if facts is not None:  # ``assert x.dtype == torch.float32``: it holds from here on
+                self._narrow(frame, facts, facts.tests(node.test)[0])
         elif isinstance(node, cst.Del):
             key = dotted_name(node.target) if isinstance(node.target, (cst.Name, cst.Attribute)) else None
             if key:
@@ -1444,14 +1447,18 @@ class Interpreter:
             if decided is not None:
                 return self.ev(node.body if decided else node.orelse, frame)
             flag = _flag_of(node.test)
-            if flag is None or not frame.conditioned.get(flag[0]):
+            facts = self._dtype_facts_of(frame)
+            body_tests, else_tests = facts.tests(node.test) if facts is not None else ([], [])
+            if (flag is None or not frame.conditioned.get(flag[0])) and not body_tests and not else_tests:
                 return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
             saved = frame.env
             frame.env = dict(saved)
             self._refine(frame, flag, True)
+            self._narrow(frame, facts, body_tests)  # ``x.float() if x.dtype == torch.float16 else x``
             body = self.ev(node.body, frame)
             frame.env = dict(saved)
             self._refine(frame, flag, False)
+            self._narrow(frame, facts, else_tests)
             orelse = self.ev(node.orelse, frame)
             frame.env = saved
             return join(body, orelse)
