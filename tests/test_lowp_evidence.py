@@ -157,3 +157,20 @@ def test_an_assert_narrows_what_follows():
         """
     )
     assert found == []
+
+
+def test_the_evidence_stays_in_its_function():
+    found = codes(
+        """
+        import torch
+        def upcast_half(x):
+            return x.float() if x.dtype == torch.float16 else x
+
+        def caller(y):
+            return torch.linalg.svd(upcast_half(y))
+
+        def known_caller():
+            return upcast_half(torch.randn(3, 3))
+        """
+    )
+    assert found == []

@@ -432,7 +432,7 @@ class Interpreter:
         if frame.function is not None:
             head = key.split(".", 1)[0]
             if head in frame.params or head not in frame.env or head == "self":
-                frame.mutations[key] = value
+                frame.mutations[key] = lowp_evidence.without_evidence(value)
 
     @staticmethod
     def join_env(a: dict, b: dict) -> dict:
@@ -512,6 +512,7 @@ class Interpreter:
             self._aug_assign(node, frame)
         elif isinstance(node, cst.Return):
             value = self.ev(node.value, frame) if node.value is not None else None
+            value = lowp_evidence.without_evidence(value)  # the evidence is the function's own: it stays in it
             frame.returns = value if frame.info is None else join(frame.returns, value)
             frame.info = True  # it has returned at least once
             return False
@@ -742,7 +743,7 @@ class Interpreter:
             if key:
                 self.assign(key, value, frame)
                 if frame.function is not None and key.startswith("self."):
-                    frame.mutations[key] = value
+                    frame.mutations[key] = lowp_evidence.without_evidence(value)
                 if (
                     parent is not None and parent.kind == MODULE and value is not None
                     and value.kind == MODULE and value.dtypes and parent.dtypes
@@ -1291,7 +1292,9 @@ class Interpreter:
         facts = self._dtype_facts_of(frame)
         for name, evidence in facts.evidence.items():
             if evidence.parameter and name in frame.env:
-                frame.env[name] = lowp_evidence.evidenced(frame.env[name], self._evidence_origin(evidence.node))
+                # a value a caller passes stays what it is (widen=False): the evidence fills the unknown
+                frame.env[name] = lowp_evidence.evidenced(frame.env[name], self._evidence_origin(evidence.node),
+                                                          widen=False)
         self._active.append(id(node))
         try:
             falls = self._body(node.body, frame)
@@ -2548,7 +2551,7 @@ class Interpreter:
         frame.env[key] = value
         head = key.split(".", 1)[0]
         if frame.function is not None and (head in frame.params or head == "self"):
-            frame.mutations[key] = value
+            frame.mutations[key] = lowp_evidence.without_evidence(value)
 
     def _is_cast(self, method: str, node: cst.Call) -> bool:
         if method in lib.CAST_METHODS and not node.args:

@@ -260,12 +260,12 @@ class EvidenceOrigin(Origin):
         return f"line {self.line} (`{self.text}`: the function is written for float16/bfloat16 tensors)"
 
 
-def evidenced(value: Value | None, origin: EvidenceOrigin) -> Value | None:
+def evidenced(value: Value | None, origin: EvidenceOrigin, widen: bool = True) -> Value | None:
     """``value`` as the evidence has it: a tensor whose dtype nothing else tells becomes "float16 or
-    bfloat16 where known" (partial). A float tensor the flow knows gains the low dtypes: the
-    evidence is the function's, whatever one caller passes, and a module's ``nn.Parameter`` is
-    float32 to the flow only until someone casts the module."""
-    if value is not None and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
+    bfloat16 where known" (partial). With ``widen`` (a binding inside the function), a float tensor
+    the flow knows gains the low dtypes: a module's ``nn.Parameter`` is float32 to the flow only
+    until someone casts the module."""
+    if widen and value is not None and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
         added = tuple((dtype, origin) for dtype in sorted(LOW - value.dtypes))
         return value.replace(dtypes=value.dtypes | LOW, origins=value.origins + added)
     if value is not None and (value.dtypes or value.kind not in (TENSOR, UNKNOWN)):
