@@ -174,3 +174,25 @@ def test_the_evidence_stays_in_its_function():
         """
     )
     assert found == []
+
+
+def test_a_cast_back_to_an_evidenced_dtype_stays_evidence():
+    # an RMSNorm: the weight follows the model's casts; only DTL509 may use the evidence
+    found = codes(
+        """
+        import torch
+        import torch.nn as nn
+        class RMSNorm(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(n))
+
+            def forward(self, hidden_states):
+                input_dtype = hidden_states.dtype
+                hidden_states = hidden_states.to(torch.float32)
+                variance = hidden_states.pow(2).mean(-1, keepdim=True)
+                hidden_states = hidden_states * torch.rsqrt(variance + 1e-6)
+                return self.weight * hidden_states.to(input_dtype)
+        """
+    )
+    assert found == []

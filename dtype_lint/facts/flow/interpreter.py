@@ -1798,16 +1798,20 @@ class Interpreter:
             return (frozenset({word}) if word else frozenset()), None, True
         return frozenset(), None, True
 
+    def _evidence_kept(self, value: Value, source: Value | None) -> Value:
+        """A value whose dtype ``source`` names (``torch.eye(n, dtype=x.dtype)``, ``y.to(orig_dtype)``):
+        the low dtypes only a function's evidence gives keep it as their origin (lowp_evidence.py)."""
+        if source is None or not any(isinstance(o, lowp_evidence.EvidenceOrigin) for _, o in source.origins):
+            return value
+        return self._keep_origins(value, source, value)
+
     def _typed(self, kind: str, node: cst.Call, default: str | None, **fields) -> Value | None:
         """A new tensor/array/module: ``dtype=`` when given, else ``default``."""
         dtypes, source, given = self._dtype_argument(node)
         if given:
             if not dtypes:
                 return make(kind, **fields)
-            value = make(kind, dtypes, self.origin(node), **fields)
-            if source is not None and any(isinstance(o, lowp_evidence.EvidenceOrigin) for _, o in source.origins):
-                # ``torch.eye(n, dtype=x.dtype)`` of an evidenced ``x``: the evidence stays its source
-                value = self._keep_origins(value, source, value)
+            value = self._evidence_kept(make(kind, dtypes, self.origin(node), **fields), source)
             return value.replace(partial=True) if source is not None and source.partial else value
         if default is None:
             return make(kind, **fields)
@@ -2612,7 +2616,7 @@ class Interpreter:
         if not dtypes:
             return _retyped(Value(kind=kind, **fields, items=base.items if base is not None else None,
                                   keys=base.keys if base is not None else None), frozenset(), (), False)
-        value = make(kind, dtypes, self.origin(node), **fields)
+        value = self._evidence_kept(make(kind, dtypes, self.origin(node), **fields), source)
         value = value.replace(partial=True) if source is not None and source.partial else value
         if kind == MODULE and base is not None and base.items is not None:
             # a container's cast casts every layer it holds
