@@ -24,7 +24,15 @@ class LowpUnsupportedOp(Rule):
     (`cdist`, `pdist`, `ctc_loss`, `histogram`). A model's `forward` run under float16 autocast
     by another function or file (`with torch.autocast(...): model(x)`, Lightning's
     `precision="16-mixed"`, accelerate's `mixed_precision="fp16"`) is checked under that region
-    by the whole-program pass: an FFT of a conv or linear output there is float16. Which op lacks
+    by the whole-program pass: an FFT of a conv or linear output there is float16. A function
+    whose own code shows it runs on float16/bfloat16 tensors is checked on the paths that leave
+    them in low precision, even when they arrive through parameters: a dtype test that upcasts
+    only some dtypes (`elif x.dtype == torch.bfloat16: x = x.float()` before `fftn`, so float16
+    reaches it), an upcast guarded by another condition (`if on_cpu and orig_dtype in
+    (torch.float16, torch.bfloat16):` before `linalg.solve`), an upcast of one tensor while the op
+    runs on another computed from it before (`svd(W + dW)` after `W = W.float()`), or a remembered
+    dtype cast back at the end (`orig = x.dtype; x = x.float(); ...; out.to(orig)`) with a value
+    computed before the upcast (docs/analysis.md, "What a function says of its own inputs"). Which op lacks
     which kernel is read from torch's generated semantics for the configured `target-torch`
     (docs/torch-semantics.md; the query: `kernel_missing(op, dtype, device)`): on CPU, a dtype
     torch's op database does not claim and whose run raised; on CUDA, one the database does not
@@ -71,6 +79,9 @@ class LowpUnsupportedOp(Rule):
         "import torch\nx = torch.randn(8, 8).half()\nspectrum = torch.fft.rfft(x.float())\n",
         # complex float16 exists; only bfloat16 has no complex type
         "import torch\nx = torch.randn(4, 2, dtype=torch.float16)\nz = torch.view_as_complex(x)\n",
+        # every dtype but float32 is upcast before the FFT
+        "import torch\ndef spectrum(x):\n    if x.dtype != torch.float32:\n        x = x.float()\n"
+        "    return torch.fft.fftn(x)\n",
     )
     invalid = (
         Invalid(
@@ -84,6 +95,13 @@ class LowpUnsupportedOp(Rule):
         Invalid(
             "import torch\nscores = torch.rand(100).half()\nthreshold = scores.quantile(0.9)\n",
             fixed="import torch\nscores = torch.rand(100).half()\nthreshold = scores.float().quantile(0.9)\n",
+        ),
+        # the function's own test shows low-precision inputs; only bfloat16 is upcast
+        Invalid(
+            "import torch\ndef spectrum(x):\n    if x.dtype == torch.bfloat16:\n        x = x.float()\n"
+            "    return torch.fft.fftn(x)\n",
+            fixed="import torch\ndef spectrum(x):\n    if x.dtype == torch.bfloat16:\n        x = x.float()\n"
+            "    return torch.fft.fftn(x.float())\n",
         ),
     )
 
@@ -110,7 +128,7 @@ class LowpUnsupportedOp(Rule):
             self._check(node, name, gaps, tensor, spelled)
 
     def _check(self, node: cst.Call, name: str, gaps: tuple[Gap, ...], tensor: cst.BaseExpression, spelled: str) -> None:
-        value = self.ctx.flow.value_of(tensor)
+        value = self.ctx.flow.value_of(tensor, evidence=True)
         if value is None or value.kind != "tensor":
             return
         hit = [gap for gap in gaps if value.may_be(gap.dtype)]

@@ -19,6 +19,7 @@ from dtype_lint.facts import amp, config_values, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
+from dtype_lint.facts.flow import lowp_evidence
 from dtype_lint.facts.flow import op_results
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
@@ -195,6 +196,7 @@ class Interpreter:
         self._generic: set[int] = set()  # functions run with unknown parameters
         self._semantics_data = NOTHING  # torch's semantics for the file's target-torch, read on first use
         self._rewrites_globals: bool | None = None
+        self._dtype_facts: dict[int, lowp_evidence.FunctionDtypeFacts] = {}  # per function, read once
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -233,6 +235,46 @@ class Interpreter:
         if found is None:
             found = self._origins[id(node)] = Origin(node, self._describe)
         return found
+
+    def _evidence_origin(self, node: cst.CSTNode) -> lowp_evidence.EvidenceOrigin:
+        key = ("evidence", id(node))
+        found = self._origins.get(key)
+        if found is None:
+            found = self._origins[key] = lowp_evidence.EvidenceOrigin(node, self._describe)
+        return found
+
+    def _dtype_facts_of(self, frame: Frame) -> lowp_evidence.FunctionDtypeFacts | None:
+        """The dtype tests and low-precision evidence of the function ``frame`` runs."""
+        function = frame.function
+        if function is None:
+            return None
+        found = self._dtype_facts.get(id(function))
+        if found is None:
+            found = self._dtype_facts[id(function)] = lowp_evidence.facts_of(function, self._dtype_constant)
+        return found
+
+    def _seeded(self, target: cst.Name, value: Value | None, frame: Frame) -> Value | None:
+        """A binding of a name the function shows to be float16/bfloat16 (lowp_evidence.py)."""
+        facts = self._dtype_facts_of(frame)
+        evidence = facts.evidence.get(target.value) if facts is not None else None
+        if evidence is None or id(target) not in evidence.seeds:
+            return value
+        return lowp_evidence.evidenced(value, self._evidence_origin(evidence.node))
+
+    def _narrow(self, frame: Frame, facts: lowp_evidence.FunctionDtypeFacts | None, tests: list) -> None:
+        """In a branch of ``if x.dtype == torch.bfloat16:``: what the test says of ``x``, and of the
+        values whose low dtypes came from the evidence on ``x`` (``w = x + dx``: where ``x`` is not
+        bfloat16, neither is the bfloat16 ``w`` took from it)."""
+        for test in tests:
+            if test.name in frame.env:
+                frame.env[test.name] = lowp_evidence.narrowed(frame.env[test.name], test)
+            evidence = facts.evidence.get(test.name)
+            if evidence is None:
+                continue
+            origin = self._evidence_origin(evidence.node)
+            for key, value in list(frame.env.items()):
+                if key != test.name and value is not None:
+                    frame.env[key] = lowp_evidence.narrowed_along(value, test, origin)
 
     def _part_origin(self, node: cst.CSTNode) -> PartOrigin:
         """The origin of a dtype given to one submodule (``model.backbone.half()``)."""
@@ -390,7 +432,7 @@ class Interpreter:
         if frame.function is not None:
             head = key.split(".", 1)[0]
             if head in frame.params or head not in frame.env or head == "self":
-                frame.mutations[key] = value
+                frame.mutations[key] = lowp_evidence.without_evidence(value)
 
     @staticmethod
     def join_env(a: dict, b: dict) -> dict:
@@ -470,6 +512,7 @@ class Interpreter:
             self._aug_assign(node, frame)
         elif isinstance(node, cst.Return):
             value = self.ev(node.value, frame) if node.value is not None else None
+            value = lowp_evidence.without_evidence(value)  # the evidence is the function's own: it stays in it
             frame.returns = value if frame.info is None else join(frame.returns, value)
             frame.info = True  # it has returned at least once
             return False
@@ -481,6 +524,9 @@ class Interpreter:
             return False
         elif isinstance(node, cst.Assert):
             self.ev(node.test, frame)
+            facts = self._dtype_facts_of(frame)
+            if facts is not None:  # ``assert x.dtype == torch.float32``: it holds from here on
+                self._narrow(frame, facts, facts.tests(node.test)[0])
         elif isinstance(node, cst.Del):
             key = dotted_name(node.target) if isinstance(node.target, (cst.Name, cst.Attribute)) else None
             if key:
@@ -500,12 +546,16 @@ class Interpreter:
             return self._body(orelse.body, frame) if isinstance(orelse, cst.Else) else True
         before = frame.env
         flag = _flag_of(node.test)
+        facts = self._dtype_facts_of(frame)
+        body_tests, else_tests = facts.tests(node.test, node) if facts is not None else ([], [])
         frame.env = dict(before)
         self._refine(frame, flag, True)
+        self._narrow(frame, facts, body_tests)
         body_falls = self._body(node.body, frame)
         body_env = frame.env
         frame.env = dict(before)
         self._refine(frame, flag, False)
+        self._narrow(frame, facts, else_tests)
         orelse = node.orelse
         if isinstance(orelse, cst.If):
             self._region(orelse, frame)
@@ -683,6 +733,7 @@ class Interpreter:
 
     def _bind(self, target: cst.BaseExpression, value: Value | None, frame: Frame, source) -> None:
         if isinstance(target, cst.Name):
+            value = self._seeded(target, value, frame)
             self.assign(target.value, value, frame)
             self._record(target, value)
         elif isinstance(target, cst.Attribute):
@@ -692,7 +743,7 @@ class Interpreter:
             if key:
                 self.assign(key, value, frame)
                 if frame.function is not None and key.startswith("self."):
-                    frame.mutations[key] = value
+                    frame.mutations[key] = lowp_evidence.without_evidence(value)
                 if (
                     parent is not None and parent.kind == MODULE and value is not None
                     and value.kind == MODULE and value.dtypes and parent.dtypes
@@ -1238,6 +1289,12 @@ class Interpreter:
         for star in (node.params.star_arg, node.params.star_kwarg):
             if isinstance(star, cst.Param) and star.name.value not in frame.env:
                 frame.env[star.name.value] = None
+        facts = self._dtype_facts_of(frame)
+        for name, evidence in facts.evidence.items():
+            if evidence.parameter and name in frame.env:
+                # a value a caller passes stays what it is (widen=False): the evidence fills the unknown
+                frame.env[name] = lowp_evidence.evidenced(frame.env[name], self._evidence_origin(evidence.node),
+                                                          widen=False)
         self._active.append(id(node))
         try:
             falls = self._body(node.body, frame)
@@ -1393,14 +1450,18 @@ class Interpreter:
             if decided is not None:
                 return self.ev(node.body if decided else node.orelse, frame)
             flag = _flag_of(node.test)
-            if flag is None or not frame.conditioned.get(flag[0]):
+            facts = self._dtype_facts_of(frame)
+            body_tests, else_tests = facts.tests(node.test) if facts is not None else ([], [])
+            if (flag is None or not frame.conditioned.get(flag[0])) and not body_tests and not else_tests:
                 return join(self.ev(node.body, frame), self.ev(node.orelse, frame))
             saved = frame.env
             frame.env = dict(saved)
             self._refine(frame, flag, True)
+            self._narrow(frame, facts, body_tests)  # ``x.float() if x.dtype == torch.float16 else x``
             body = self.ev(node.body, frame)
             frame.env = dict(saved)
             self._refine(frame, flag, False)
+            self._narrow(frame, facts, else_tests)
             orelse = self.ev(node.orelse, frame)
             frame.env = saved
             return join(body, orelse)
@@ -1737,13 +1798,20 @@ class Interpreter:
             return (frozenset({word}) if word else frozenset()), None, True
         return frozenset(), None, True
 
+    def _evidence_kept(self, value: Value, source: Value | None) -> Value:
+        """A value whose dtype ``source`` names (``torch.eye(n, dtype=x.dtype)``, ``y.to(orig_dtype)``):
+        the low dtypes only a function's evidence gives keep it as their origin (lowp_evidence.py)."""
+        if source is None or not any(isinstance(o, lowp_evidence.EvidenceOrigin) for _, o in source.origins):
+            return value
+        return self._keep_origins(value, source, value)
+
     def _typed(self, kind: str, node: cst.Call, default: str | None, **fields) -> Value | None:
         """A new tensor/array/module: ``dtype=`` when given, else ``default``."""
         dtypes, source, given = self._dtype_argument(node)
         if given:
             if not dtypes:
                 return make(kind, **fields)
-            value = make(kind, dtypes, self.origin(node), **fields)
+            value = self._evidence_kept(make(kind, dtypes, self.origin(node), **fields), source)
             return value.replace(partial=True) if source is not None and source.partial else value
         if default is None:
             return make(kind, **fields)
@@ -2488,7 +2556,7 @@ class Interpreter:
         frame.env[key] = value
         head = key.split(".", 1)[0]
         if frame.function is not None and (head in frame.params or head == "self"):
-            frame.mutations[key] = value
+            frame.mutations[key] = lowp_evidence.without_evidence(value)
 
     def _is_cast(self, method: str, node: cst.Call) -> bool:
         if method in lib.CAST_METHODS and not node.args:
@@ -2549,7 +2617,7 @@ class Interpreter:
         if not dtypes:
             return _retyped(Value(kind=kind, **fields, items=base.items if base is not None else None,
                                   keys=base.keys if base is not None else None), frozenset(), (), False)
-        value = make(kind, dtypes, self.origin(node), **fields)
+        value = self._evidence_kept(make(kind, dtypes, self.origin(node), **fields), source)
         value = value.replace(partial=True) if source is not None and source.partial else value
         if kind == MODULE and base is not None and base.items is not None:
             # a container's cast casts every layer it holds

@@ -1,0 +1,309 @@
+"""What a function's own code says about the precision of the tensors it handles.
+
+A function that tests a tensor's dtype against a low one (``if x.dtype == torch.bfloat16:``,
+``x.dtype in (torch.float16, torch.bfloat16)``, ``orig_dtype not in [torch.float, torch.double]``,
+``x.dtype != torch.float32``), or that remembers a tensor's dtype, upcasts the tensor and casts
+a result back to the remembered dtype (``orig = x.dtype; x = x.float(); ...; out.to(orig)``), is
+written for float16/bfloat16 inputs: that is evidence, not a guess, even where the tensor
+arrives through a parameter whose dtype the flow does not know. The interpreter gives such a
+tensor the value "float16 or bfloat16 where known" (partial: other dtypes stay possible and
+unknown) at the bindings that reach the evidence, and narrows it in the branches of the dtype
+tests, so what the code upcasts on one path and not on another is told apart.
+
+Only plain local names and parameters are evidenced: an attribute's dtype (``self.weight``)
+belongs to its owner, which the flow tracks elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+import libcst as cst
+
+from dtype_lint.facts.flow.values import FLOATS, FP32, FP64, LOW, TENSOR, UNKNOWN, Origin, Value, make
+
+# dtype_constant(node) -> "fp16" / "bf16" / "fp32"... or None (the interpreter's reader).
+DtypeReader = Callable[[cst.BaseExpression], "str | None"]
+
+_EQUAL = (cst.Equal, cst.Is, cst.In)
+_UNEQUAL = (cst.NotEqual, cst.IsNot, cst.NotIn)
+_CAST_BACK = frozenset({"to", "type"})
+_UPCASTS = frozenset({"float", "double"})
+
+
+@dataclasses.dataclass(frozen=True)
+class DtypeTest:
+    """``name``'s dtype is one of ``dtypes`` (``inside``) or none of them (not ``inside``)."""
+
+    name: str
+    dtypes: frozenset
+    inside: bool
+
+    def negated(self) -> "DtypeTest":
+        return dataclasses.replace(self, inside=not self.inside)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """``name`` may be float16/bfloat16, as ``node`` shows; ``seeds``: the ids of the ``Name``
+    targets that bind it before ``node`` (the bindings whose unknown value the evidence fills);
+    ``parameter``: it is a parameter not rebound before ``node``."""
+
+    name: str
+    node: cst.CSTNode
+    seeds: frozenset
+    parameter: bool
+
+
+@dataclasses.dataclass
+class FunctionDtypeFacts:
+    """The dtype tests and the evidence of one function (its own body, not nested definitions)."""
+
+    evidence: dict  # name -> Evidence
+    aliases: dict  # ``orig_dtype`` -> ``x`` for ``orig_dtype = x.dtype``
+    flags: dict  # ``cast_to_fp32`` -> (its one assigned test, whether no constant is assigned too)
+    read: DtypeReader
+    blocks: dict  # id(statement) -> (the statements of its block, its index there)
+
+    def tests(self, test: cst.BaseExpression, at: cst.CSTNode | None = None, depth: int = 0) -> tuple[list, list]:
+        """The DtypeTests that hold in the body of ``if test:`` (the statement ``at``) and in its ``else``."""
+        if depth > 4:
+            return [], []
+        if isinstance(test, cst.Name) and at is not None:
+            set_just_before = self._set_before(test.value, at)
+            if set_just_before is not None:  # ``cast = x.dtype == torch.float16`` in the same block: it holds
+                return self.tests(set_just_before, None, depth + 1)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self.tests(test.expression, None, depth + 1)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.tests(test.left, None, depth + 1), self.tests(test.right, None, depth + 1)
+            if isinstance(test.operator, cst.And):
+                return left[0] + right[0], []  # both hold in the body; the else knows neither
+            return [], left[1] + right[1]
+        if isinstance(test, cst.Name) and test.value in self.flags:
+            expression, alone = self.flags[test.value]
+            body, orelse = self.tests(expression, None, depth + 1)
+            # ``cast = False`` on another path: a false flag says nothing of the dtype
+            return body, orelse if alone else []
+        found = _comparison(test, self.aliases, self.read)
+        return ([found], [found.negated()]) if found is not None else ([], [])
+
+    def _set_before(self, name: str, statement: cst.CSTNode) -> cst.BaseExpression | None:
+        """The test last assigned to ``name`` by a statement of ``statement``'s own block before it."""
+        statements, index = self.blocks.get(id(statement), ((), 0))
+        for earlier in reversed(statements[:index]):
+            if not isinstance(earlier, cst.SimpleStatementLine):
+                if any(True for node in _own_nodes(earlier) if isinstance(node, cst.Name) and node.value == name):
+                    return None  # a branch or loop may set it
+                continue
+            for small in earlier.body:
+                if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+                    value = small.value
+                    return value if isinstance(value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) else None
+        return None
+
+
+def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts:
+    nodes = list(_own_nodes(function.body))
+    order = {id(node): index for index, node in enumerate(nodes)}
+    assigned: dict[str, list] = {}  # name -> the expressions assigned to it, but constants
+    constant: set[str] = set()  # names also assigned ``None`` / ``False`` / ``True``
+    for node in nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    if isinstance(node.value, cst.Name) and node.value.value in ("None", "False", "True"):
+                        constant.add(target.target.value)
+                    else:
+                        assigned.setdefault(target.target.value, []).append(node.value)
+    # an alias or a flag assigned twice may mean something else on another path
+    aliases = {name: _dtype_of(values[0]) for name, values in assigned.items()
+               if len(values) == 1 and _dtype_of(values[0]) is not None}
+    flags = {name: (values[0], name not in constant) for name, values in assigned.items() if len(values) == 1
+             and isinstance(values[0], (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation))}
+    blocks = {}
+    for node in (function.body, *nodes):
+        if isinstance(node, cst.IndentedBlock):
+            blocks.update((id(statement), (node.body, index)) for index, statement in enumerate(node.body))
+    facts = FunctionDtypeFacts({}, aliases, flags, read, blocks)
+    shown: dict[str, cst.CSTNode] = {}
+    for node in nodes:
+        if isinstance(node, cst.Comparison):
+            found = _comparison(node, aliases, read)
+            if found is not None and _says_low(found):
+                shown.setdefault(found.name, node)
+    for tensor, node in _cast_backs(nodes, aliases):
+        if tensor not in shown or order[id(node)] < order[id(shown[tensor])]:
+            shown[tensor] = node
+    params = {param.name.value for param in (*function.params.posonly_params, *function.params.params,
+                                             *function.params.kwonly_params)}
+    parents = {id(child): node for node in (function.body, *nodes) for child in node.children}
+    for name, node in shown.items():
+        seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
+        facts.evidence[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
+    return facts
+
+
+def _dominating_bindings(node: cst.CSTNode, name: str, parents: dict, blocks: dict) -> Iterator[cst.Name]:
+    """The bindings of ``name`` every path to ``node`` passes: the earlier statements of the blocks
+    around it (an assignment in a sibling branch, ``if odd: x = x.float()``, is another path)."""
+    current = parents.get(id(node))
+    while current is not None:
+        if id(current) in blocks:
+            statements, index = blocks[id(current)]
+            yield from _bindings([small for statement in statements[:index]
+                                  if isinstance(statement, cst.SimpleStatementLine) for small in statement.body], name)
+        current = parents.get(id(current))
+
+
+def _says_low(test: DtypeTest) -> bool:
+    """A test that shows the author expects a low dtype: one is named, or the test singles out
+    the dtypes that are not float32/float64 (``x.dtype != torch.float32``)."""
+    if test.dtypes & LOW:
+        return True
+    return not test.inside and bool(test.dtypes) and test.dtypes <= {FP32, FP64}
+
+
+def _comparison(node: cst.BaseExpression, aliases: dict, read: DtypeReader) -> DtypeTest | None:
+    """``x.dtype == torch.bfloat16`` / ``orig_dtype in (torch.float16, torch.bfloat16)`` / ``!=``..."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    name = _dtype_of(node.left)
+    if name is None and isinstance(node.left, cst.Name):
+        name = aliases.get(node.left.value)
+    if name is None or not isinstance(target.operator, (*_EQUAL, *_UNEQUAL)):
+        return None
+    if isinstance(target.operator, (cst.In, cst.NotIn)):
+        if not isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)):
+            return None
+        parts = [element.value for element in target.comparator.elements]
+    else:
+        parts = [target.comparator]
+    dtypes = [read(part) for part in parts]
+    if not dtypes or any(dtype is None for dtype in dtypes):
+        return None
+    return DtypeTest(name, frozenset(dtypes), isinstance(target.operator, _EQUAL))
+
+
+def _dtype_of(node: cst.BaseExpression) -> str | None:
+    """``x`` for ``x.dtype`` (a plain name)."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "dtype" and isinstance(node.value, cst.Name):
+        return node.value.value
+    return None
+
+
+def _cast_backs(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNode]]:
+    """(tensor, the alias's assignment) for ``orig = x.dtype`` where the function upcasts ``x``
+    (``x.float()``, ``x.to(torch.float32)``) and casts something back to ``orig``."""
+    upcast = {node.func.value.value for node in nodes if isinstance(node, cst.Call) and _upcast(node)}
+    cast_back = set()
+    for node in nodes:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CAST_BACK:
+            cast_back.update(arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)
+                             and (arg.keyword is None or arg.keyword.value == "dtype"))
+    for node in nodes:
+        if isinstance(node, cst.Assign) and _dtype_of(node.value) is not None:
+            tensor = _dtype_of(node.value)
+            names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+            if tensor in upcast and any(aliases.get(name) == tensor and name in cast_back for name in names):
+                yield tensor, node
+
+
+def _upcast(call: cst.Call) -> bool:
+    """``x.float()`` / ``x.double()`` / ``x.to(torch.float32)`` on a plain name (spelled, not resolved:
+    the evidence is what the author wrote)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return False
+    if func.attr.value in _UPCASTS and not call.args:
+        return True
+    if func.attr.value == "to":
+        for arg in call.args:
+            if arg.keyword is None or arg.keyword.value == "dtype":
+                value = arg.value
+                if isinstance(value, cst.Attribute) and value.attr.value in ("float32", "float", "float64", "double"):
+                    return True
+    return False
+
+
+def _bindings(nodes: list, name: str) -> Iterator[cst.Name]:
+    """The ``Name`` targets of the assignments to ``name`` among ``nodes``."""
+    for node in nodes:
+        if isinstance(node, (cst.Assign,)):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    yield target.target
+        elif isinstance(node, cst.AnnAssign) and node.value is not None \
+                and isinstance(node.target, cst.Name) and node.target.value == name:
+            yield node.target
+
+
+def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` in source order, without nested functions, classes and lambdas."""
+    for child in node.children:
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield child
+        yield from _own_nodes(child)
+
+
+class EvidenceOrigin(Origin):
+    """The origin of a low dtype the function's own code shows (a dtype test, a cast back)."""
+
+    __slots__ = ()
+
+    def describe(self) -> str:
+        return f"line {self.line} (`{self.text}`: the function is written for float16/bfloat16 tensors)"
+
+
+def evidenced(value: Value | None, origin: EvidenceOrigin, widen: bool = True) -> Value | None:
+    """``value`` as the evidence has it: a tensor whose dtype nothing else tells becomes "float16 or
+    bfloat16 where known" (partial). With ``widen`` (a binding inside the function), a float tensor
+    the flow knows gains the low dtypes: a module's ``nn.Parameter`` is float32 to the flow only
+    until someone casts the module."""
+    if widen and value is not None and value.kind == TENSOR and value.dtypes and value.dtypes <= FLOATS:
+        added = tuple((dtype, origin) for dtype in sorted(LOW - value.dtypes))
+        return value.replace(dtypes=value.dtypes | LOW, origins=value.origins + added)
+    if value is not None and (value.dtypes or value.kind not in (TENSOR, UNKNOWN)):
+        return value
+    if value is None:
+        return make(TENSOR, LOW, origin).replace(partial=True)
+    return value.with_dtypes(LOW, origin, partial=True, kind=TENSOR)
+
+
+def narrowed(value: Value | None, test: DtypeTest) -> Value | None:
+    """``value`` where ``test`` holds: ``x`` in the body of ``if x.dtype == torch.bfloat16:`` is
+    bfloat16, in its ``else`` anything it was but bfloat16."""
+    if value is None or value.kind != TENSOR or not value.dtypes:
+        return value
+    dtypes = value.dtypes & test.dtypes if test.inside else value.dtypes - test.dtypes
+    partial = value.partial and not (test.inside and dtypes == test.dtypes)
+    if dtypes == value.dtypes and partial == value.partial:
+        return value
+    origins = tuple((dtype, origin) for dtype, origin in value.origins if dtype in dtypes)
+    return value.replace(dtypes=frozenset(dtypes), origins=origins, partial=partial if dtypes else False)
+
+
+def without_evidence(value: Value | None) -> Value | None:
+    """``value`` without the low dtypes only the evidence gives (what a rule that does not take the
+    evidence sees: what the flow knew before it)."""
+    if value is None or not any(isinstance(origin, EvidenceOrigin) for _, origin in value.origins):
+        return value
+    kept = tuple((dtype, origin) for dtype, origin in value.origins if not isinstance(origin, EvidenceOrigin))
+    dtypes = frozenset(dtype for dtype, _ in kept) | (value.dtypes - {d for d, _ in value.origins})
+    return value.replace(dtypes=dtypes, origins=kept, partial=value.partial if dtypes else False)
+
+
+def narrowed_along(value: Value, test: DtypeTest, origin: EvidenceOrigin) -> Value:
+    """``value`` where ``test`` holds, for the low dtypes it has from the evidence ``origin`` on the
+    tested name only: those the test rules out for that name go."""
+    gone = frozenset(d for d, o in value.origins if o is origin and (d in test.dtypes) != test.inside)
+    if not gone or value.kind != TENSOR:
+        return value
+    dtypes = value.dtypes - gone
+    origins = tuple((d, o) for d, o in value.origins if d not in gone)
+    return value.replace(dtypes=dtypes, origins=origins, partial=value.partial if dtypes else False)
