@@ -27,7 +27,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from dtype_lint import __version__, cache_store
 from dtype_lint.config import Settings
@@ -126,9 +126,14 @@ class Cache:
             cache_store.mark_used(*self._folders())
         return entry
 
-    def finish_run(self) -> None:
-        """After a run (the main process): prune what this analyzer no longer reads."""
-        cache_store.prune(self.directory, self.generation, self.started)
+    def finish_run(self, settings_used: Iterable[Settings] = ()) -> None:
+        """After a run (the main process): prune what this analyzer no longer reads, keeping the
+        folders of ``settings_used`` (the run's files may have been checked in worker processes,
+        whose siblings this process never saw)."""
+        for settings in settings_used:
+            self.for_settings(settings)
+        in_use = [sibling.settings_folder for sibling in self._siblings.values()]
+        cache_store.prune(self.directory, self.generation, in_use)
 
     def _key(self, display_path: str, data: bytes) -> str:
         content = hashlib.sha256(data).hexdigest()

@@ -26,7 +26,7 @@ import shutil
 import stat
 import time
 import zlib
-from typing import Any
+from typing import Any, Iterable
 
 from dtype_lint.tree_files import read_regular_file
 
@@ -123,10 +123,10 @@ def _is_generation(name: str) -> bool:
     return len(name) == 16 and all(c in "0123456789abcdef" for c in name)
 
 
-def prune(directory: str, generation: str, since: float, now: float | None = None) -> None:
-    """Drop what the current analyzer no longer reads (see the module's docstring); settings used
-    ``since`` (this run's start) are kept whatever their number. Never raises: a cache that
-    cannot be pruned costs disk, not a result."""
+def prune(directory: str, generation: str, in_use: Iterable[str], now: float | None = None) -> None:
+    """Drop what the current analyzer no longer reads (see the module's docstring); the settings
+    folders named in ``in_use`` (this run's) are kept whatever their number. Never raises: a cache
+    that cannot be pruned costs disk, not a result."""
     now = time.time() if now is None else now
     current = os.path.join(directory, generation)
     if not real_folder(directory) or not real_folder(current):
@@ -147,16 +147,21 @@ def prune(directory: str, generation: str, since: float, now: float | None = Non
         for older in sorted(_subfolders(folder), key=_last_used, reverse=True)[1:]:
             shutil.rmtree(older, ignore_errors=True)
     settings = sorted(_subfolders(current), key=_last_used, reverse=True)
-    kept = max(KEPT_SETTINGS, sum(1 for folder in settings if _last_used(folder) >= since - 1))
-    for folder in settings[kept:]:
-        shutil.rmtree(folder, ignore_errors=True)
+    # This run's settings are named, not found by time: a run a second earlier has the same mtime.
+    in_use = set(in_use)
+    current_run = [folder for folder in settings if os.path.basename(folder) in in_use]
+    earlier = [folder for folder in settings if os.path.basename(folder) not in in_use]
+    kept_folders = current_run + earlier[: max(0, KEPT_SETTINGS - len(current_run))]
+    for folder in settings:
+        if folder not in kept_folders:
+            shutil.rmtree(folder, ignore_errors=True)
     swept = os.path.join(current, SWEPT_MARKER)
     try:
         due = now - os.stat(swept).st_mtime >= SWEEP_EVERY_S
     except OSError:
         due = True
     if due:
-        for folder in settings[:kept]:
+        for folder in kept_folders:
             _sweep(folder)
         _touch(current, SWEPT_MARKER)
 

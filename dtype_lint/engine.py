@@ -423,7 +423,7 @@ def check_files(
                 reports = [dataclasses.replace(first, internal_errors=[*first.internal_errors, message]),
                            *reports[1:]]
     if cache is not None:
-        cache.finish_run()
+        cache.finish_run(item[2] for item in work)
     return reports
 
 
