@@ -196,3 +196,42 @@ def test_a_cast_back_to_an_evidenced_dtype_stays_evidence():
         """
     )
     assert found == []
+
+
+def test_a_cast_back_spelled_with_the_input_dtype_is_evidence():
+    # ``out.to(dtype=x_in.dtype)`` after an upcast of ``x_in`` (or of a plain copy of it) says what
+    # ``orig = x_in.dtype; ...; out.to(orig)`` says: the function is written for low inputs.
+    found = codes(
+        """
+        import torch
+        def spectrum(x_in, odd):
+            x = x_in
+            if odd:
+                x = x.to(dtype=torch.float32)
+            return torch.fft.fftn(x).real.to(dtype=x_in.dtype)
+
+        def solve(a, b):
+            if a.shape[0] > 4:
+                a = a.float()
+            return torch.linalg.solve(a, b).type(a.dtype)
+        """
+    )
+    assert ("DTL509", 7) in found
+    # ``a`` cast back to its own (upcast) dtype: no statement about the input
+    assert not [line for code, line in found if line > 8]
+
+
+def test_a_cast_back_without_an_upcast_is_no_evidence():
+    found = codes(
+        """
+        import torch
+        def spectrum(x_in):
+            x = x_in * 2
+            return torch.fft.fftn(x).real.to(dtype=x_in.dtype)
+
+        def spectrum_float(x_in):
+            x = x_in.float()
+            return torch.fft.fftn(x).real.to(dtype=x_in.dtype)
+        """
+    )
+    assert found == []

@@ -9,6 +9,7 @@ from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.numerics import BF16, FP16, autocast_enabled_at, call_shape, explain, is_simple_reference
 from dtype_lint.facts.op_support import Gap, low_gaps
+from dtype_lint.prefilter import exact_word
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
 
@@ -73,7 +74,9 @@ class LowpUnsupportedOp(Rule):
     name = "lowp-unsupported-op"
     summary = "Op with no float16/bfloat16 kernel (fft, linalg svd/solve/inv, quantile...) on a low-precision tensor"
     fix_safety = Safety.UNSAFE
-    triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
+    # needs a float16/bfloat16 value (see facts/flow/library.py), or a function's own evidence of
+    # one, which reads a tensor's ``.dtype`` (``out.to(x.dtype)``, ``x.dtype != torch.float32``)
+    triggers = LOWP_TRIGGERS + (exact_word("dtype"),)
     valid = (
         "import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x.float())\n",
         "import torch\nx = torch.randn(8, 8).half()\nspectrum = torch.fft.rfft(x.float())\n",

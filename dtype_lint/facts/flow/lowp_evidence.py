@@ -211,6 +211,20 @@ def _cast_backs(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNode]]
             names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
             if tensor in upcast and any(aliases.get(name) == tensor and name in cast_back for name in names):
                 yield tensor, node
+    # ``x = x_in; x = x.to(torch.float32); ...; out.to(dtype=x_in.dtype)``: the same cast back,
+    # spelled without the alias, to the input a copy of which is upcast (the input itself is not
+    # rebound, so its ``.dtype`` at the cast back is still the one it came with).
+    copies = {}  # ``x`` -> ``x_in`` for ``x = x_in``
+    for node in nodes:
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+            copies.update((t.target.value, node.value.value) for t in node.targets if isinstance(t.target, cst.Name))
+    kept_inputs = {copies[name] for name in upcast if name in copies} - set(copies) - upcast
+    for node in nodes:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CAST_BACK:
+            for arg in node.args:
+                tensor = _dtype_of(arg.value) if arg.keyword is None or arg.keyword.value == "dtype" else None
+                if tensor in kept_inputs and not any(True for _ in _bindings(nodes, tensor)):
+                    yield tensor, node
 
 
 def _upcast(call: cst.Call) -> bool:
