@@ -125,8 +125,9 @@ def test_only_dtl509_reports_on_evidence():
             return u, y
         """
     )
-    # the factory rule (DTL508) would call ``x * mask`` a bfloat16 promotion: it does not ask
-    assert found == [("DTL509", 8)]
+    # the factory rule (DTL508) would call ``x * mask`` a bfloat16 promotion: it does not ask;
+    # DTL509 reports at the guard that lets bfloat16 through to ``svd``
+    assert found == [("DTL509", 4)]
 
 
 def test_a_conditional_expression_narrows_its_sides():
@@ -235,3 +236,43 @@ def test_a_cast_back_without_an_upcast_is_no_evidence():
         """
     )
     assert found == []
+
+
+def test_dtl509_reports_at_the_upcast_guard_a_low_dtype_slips_past():
+    found = codes(
+        """
+        import torch
+        def spectrum(x):
+            if x.dtype == torch.bfloat16:
+                x = x.float()
+            return torch.fft.rfft(x)
+
+        def whiten(q, eye):
+            cast = q.device.type == "cpu" and q.dtype in (torch.float16, torch.bfloat16)
+            if cast:
+                q = q.float()
+            return torch.linalg.solve(eye - q, eye + q)
+
+        def whole(x):
+            if x.dtype in (torch.float16, torch.bfloat16):
+                x = x.float()
+            return torch.fft.rfft(x)
+        """
+    )
+    # float16 passes the bfloat16-only test; on CUDA the CPU-only upcast lets both through;
+    # a guard that upcasts every low dtype is silent
+    assert found == [("DTL509", 4), ("DTL509", 10)]
+
+
+def test_an_upcast_of_another_tensor_keeps_the_finding_at_the_op():
+    found = codes(
+        """
+        import torch
+        def merge(w, dw):
+            merged = w + dw
+            if w.dtype in (torch.float16, torch.bfloat16):
+                w = w.float()
+            return torch.linalg.svd(merged)
+        """
+    )
+    assert found == [("DTL509", 7)]

@@ -9,6 +9,7 @@ from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.numerics import BF16, FP16, autocast_enabled_at, call_shape, explain, is_simple_reference
 from dtype_lint.facts.op_support import Gap, low_gaps
+from dtype_lint.facts.upcast_guard import guard_before
 from dtype_lint.prefilter import exact_word
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.rules.base import Invalid, Rule
@@ -157,6 +158,17 @@ class LowpUnsupportedOp(Rule):
             f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, gap.dtype)}: "
             f"it has no {LONG[gap.dtype]} kernel {gap.where} and raises; compute it in float32 (`.float()`)"
         )
+        guard = guard_before(self.ctx, node, tensor)
+        if guard is not None:
+            # the function's own upcast guard lets the dtype through: the fix belongs to its test
+            line = self.ctx.position(node).start.line
+            message = (
+                f"`{self.ctx.code_for(guard.test).strip()}` upcasts before `{spelled}` (line {line}), but "
+                f"`{self.ctx.code_for(tensor).strip()}` is still {explain(value, gap.dtype)} there: the op has no "
+                f"{LONG[gap.dtype]} kernel {gap.where} and raises; upcast every low dtype it may get"
+            )
+            self.report(guard.test, message, confidence=confidence, fix=self._fix(tensor))
+            return
         self.report(node, message, confidence=confidence, fix=self._fix(tensor))
 
     def _fix(self, tensor: cst.BaseExpression) -> Fix | None:

@@ -1540,16 +1540,7 @@ class Interpreter:
         return None
 
     def _dtype_constant(self, node: cst.BaseExpression) -> str | None:
-        """``torch.float16``, ``T.half``, ``np.float64``, ``torch.HalfTensor``: a dtype or None."""
-        for qualified in self.names.qualified_names(node):
-            module, _, attr = qualified.rpartition(".")
-            if module in ("torch", "numpy", "torch.cuda") and (attr in lib.DTYPE_WORDS or attr in lib.TENSOR_TYPES):
-                if module == "torch" and attr in ("float", "int", "long", "bool", "double", "half", "short") or attr in lib.DTYPE_WORDS:
-                    if module == "numpy" and attr == "float":
-                        continue
-                    return lib.DTYPE_WORDS.get(attr)
-                return lib.TENSOR_TYPES.get(attr)
-        return None
+        return lib.dtype_constant(self.names, node)
 
     def _attribute(self, node: cst.Attribute, frame: Frame) -> Value | None:
         key = dotted_name(node)

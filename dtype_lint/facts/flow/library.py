@@ -10,9 +10,15 @@ receiver whose kind is known.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from dtype_lint.facts.flow.values import BF16, BOOL, FP16, FP32, FP64, INT
 from dtype_lint.prefilter import exact_word
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from dtype_lint.facts.names import ImportTable
 
 # torch.<name>(...) with no dtype= gives the default float dtype.
 TORCH_FLOAT_FACTORIES = frozenset(
@@ -157,3 +163,16 @@ MODEL_NAME = re.compile(
 
 def dtype_word(text: str) -> str | None:
     return DTYPE_WORDS.get(text)
+
+
+def dtype_constant(names: "ImportTable", node: "cst.BaseExpression") -> str | None:
+    """``torch.float16``, ``T.half``, ``np.float64``, ``torch.HalfTensor``: a dtype or None."""
+    for qualified in names.qualified_names(node):
+        module, _, attr = qualified.rpartition(".")
+        if module in ("torch", "numpy", "torch.cuda") and (attr in DTYPE_WORDS or attr in TENSOR_TYPES):
+            if module == "torch" and attr in ("float", "int", "long", "bool", "double", "half", "short") or attr in DTYPE_WORDS:
+                if module == "numpy" and attr == "float":
+                    continue
+                return DTYPE_WORDS.get(attr)
+            return TENSOR_TYPES.get(attr)
+    return None
