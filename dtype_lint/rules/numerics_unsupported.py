@@ -34,7 +34,9 @@ class LowpUnsupportedOp(Rule):
     (torch.float16, torch.bfloat16):` before `linalg.solve`), an upcast of one tensor while the op
     runs on another computed from it before (`svd(W + dW)` after `W = W.float()`), or a remembered
     dtype cast back at the end (`orig = x.dtype; x = x.float(); ...; out.to(orig)`) with a value
-    computed before the upcast (docs/analysis.md, "What a function says of its own inputs"). Which op lacks
+    computed before the upcast, also spelled `out.to(dtype=x_in.dtype)` after upcasting a copy
+    of `x_in` (docs/analysis.md, "What a function says of its own inputs"). Where such an upcast
+    guard lets a low dtype through, the finding is at the guard's test, naming the op. Which op lacks
     which kernel is read from torch's generated semantics for the configured `target-torch`
     (docs/torch-semantics.md; the query: `kernel_missing(op, dtype, device)`): on CPU, a dtype
     torch's op database does not claim and whose run raised; on CUDA, one the database does not
