@@ -594,6 +594,8 @@ class PartialLowpCast(Rule):
         for name, component in zip(pipeline.keys, pipeline.items):
             if component is None or not component.certain or component.dtype != FP32 or component.autocast is not None:
                 continue  # a trained model accelerate prepared keeps its autocast forward
+            if self._component_cast(name):
+                continue  # ``pipeline.transformer.to(dtype)``, or the passed model cast in place later
             when = "" if pipeline.certain else f" when its `torch_dtype` is {LONG_NAMES[low]}"
             self.report(
                 node,
@@ -606,6 +608,17 @@ class PartialLowpCast(Rule):
                 confidence=Confidence.HIGH if pipeline.certain else Confidence.MEDIUM,
             )
             return
+
+    def _component_cast(self, name: str) -> bool:
+        """Some module cast of the file may reach the pipeline's ``name`` component: a cast of
+        ``<anything>.name`` or of a model this file passes as ``name=`` (a module casts in place,
+        so the pipeline's copy of the reference changes too)."""
+        passed = {name}
+        for call in walk(self.ctx.module):
+            if isinstance(call, cst.Call):
+                passed.update(dotted_name(a.value) for a in call.args if a.keyword is not None and a.keyword.value == name)
+        return any(cast.dtypes and (cast.target in passed or cast.target.rsplit(".", 1)[-1] == name)
+                   for cast in self.ctx.flow.module_casts)
 
     def _selective_upcast(self, node: cst.Assign) -> None:
         """``for p in model.parameters(): if p.dim() == 1: p.data = p.data.float()`` on a low
