@@ -594,7 +594,7 @@ class PartialLowpCast(Rule):
         for name, component in zip(pipeline.keys, pipeline.items):
             if component is None or not component.certain or component.dtype != FP32 or component.autocast is not None:
                 continue  # a trained model accelerate prepared keeps its autocast forward
-            if self._component_cast(name):
+            if self._component_cast(name, component, node):
                 continue  # ``pipeline.transformer.to(dtype)``, or the passed model cast in place later
             when = "" if pipeline.certain else f" when its `torch_dtype` is {LONG_NAMES[low]}"
             self.report(
@@ -609,15 +609,18 @@ class PartialLowpCast(Rule):
             )
             return
 
-    def _component_cast(self, name: str) -> bool:
-        """Some module cast of the file may reach the pipeline's ``name`` component: a cast of
-        ``<anything>.name`` or of a model this file passes as ``name=`` (a module casts in place,
-        so the pipeline's copy of the reference changes too)."""
+    def _component_cast(self, name: str, component: Value, call: cst.Call) -> bool:
+        """A module cast written between the component's load and the pipeline call may reach the
+        pipeline's ``name`` component: a cast of ``<anything>.name`` or of a model this file
+        passes as ``name=`` (a module casts in place, so the pipeline's reference changes too)."""
+        first = component.origin.line if component.origin is not None else 0
+        last = self.ctx.position(call).start.line
         passed = {name}
-        for call in walk(self.ctx.module):
-            if isinstance(call, cst.Call):
-                passed.update(dotted_name(a.value) for a in call.args if a.keyword is not None and a.keyword.value == name)
+        for node in walk(self.ctx.module, into_definitions=True):
+            if isinstance(node, cst.Call):
+                passed.update(dotted_name(a.value) for a in node.args if a.keyword is not None and a.keyword.value == name)
         return any(cast.dtypes and (cast.target in passed or cast.target.rsplit(".", 1)[-1] == name)
+                   and first <= self.ctx.position(cast.node).start.line <= last
                    for cast in self.ctx.flow.module_casts)
 
     def _selective_upcast(self, node: cst.Assign) -> None:
