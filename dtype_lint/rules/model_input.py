@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.dtypes import BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
+from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
 from dtype_lint.facts.names import dotted_name
@@ -521,7 +521,13 @@ class PartialLowpCast(Rule):
     of a float32 model that is then called as a whole, with no autocast region around the call,
     and some parameters of a low-precision model upcast by hand (`for p in model.parameters():
     if p.dim() == 1: p.data = p.data.float()`, huggingface/peft#88) before the model is called
-    outside autocast.
+    outside autocast. Also a diffusers pipeline loaded with a float16/bfloat16 `torch_dtype`
+    that was given a float32 denoiser, controlnet or text encoder (`Pipe.from_pretrained(name,
+    transformer=transformer, torch_dtype=torch.float16)` with `transformer` loaded without
+    `torch_dtype`) and is called outside autocast: `from_pretrained` casts only the components it
+    loads (the fact is catalog data, `PIPELINE_COMPUTE_COMPONENTS` in facts/flow/library.py; a
+    float32 VAE is left out, the pipelines cast latents to it themselves, and so is a model
+    accelerate prepared, whose forward keeps its autocast wrapper).
 
     ## Why is this bad?
     The forward pass hands the half-precision activations of one part to the float32 weights of
@@ -575,6 +581,47 @@ class PartialLowpCast(Rule):
         key = dotted_name(module_node) if module is not None else None
         if key and self.ctx.flow.autocast_at(node) is None:
             self._calls.setdefault(key, []).append(node)
+            if module.keys and isinstance(module.info, str) and module.info.endswith("Pipeline"):
+                self._mixed_pipeline(node, key, module)
+
+    def _mixed_pipeline(self, node: cst.Call, key: str, pipeline: Value) -> None:
+        """A diffusers pipeline loaded in float16/bfloat16 (``torch_dtype=``) that holds a model
+        passed in float32: ``from_pretrained`` casts only what it loads (the interpreter keeps the
+        passed models as the pipeline's ``keys``/``items``, library.PIPELINE_COMPUTE_COMPONENTS)."""
+        low = next((d for d in (FP16, BF16) if d in pipeline.dtypes), None)
+        if low is None or in_named_autocast(self.ctx, node):
+            return
+        for name, component in zip(pipeline.keys, pipeline.items):
+            if component is None or not component.certain or component.dtype != FP32 or component.autocast is not None:
+                continue  # a trained model accelerate prepared keeps its autocast forward
+            if self._component_cast(name, component, node):
+                continue  # ``pipeline.transformer.to(dtype)``, or the passed model cast in place later
+            when = "" if pipeline.certain else f" when its `torch_dtype` is {LONG_NAMES[low]}"
+            self.report(
+                node,
+                f"`{key}` is {LONG_NAMES[low]} {pipeline.since(low)}, but its `{name}` is {dtype_phrase(component)}: "
+                f"`from_pretrained(torch_dtype=...)` casts only the components it loads, not the ones passed "
+                f"in, and no autocast region is active, so{when} the {LONG_NAMES[low]} activations of the rest meet "
+                f"float32 weights (`Input type (c10::{'Half' if low == FP16 else 'BFloat16'}) and bias type (float) "
+                f"should be the same`); load `{name}` with the same `torch_dtype`, or run the pipeline under "
+                f"`torch.autocast`",
+                confidence=Confidence.HIGH if pipeline.certain else Confidence.MEDIUM,
+            )
+            return
+
+    def _component_cast(self, name: str, component: Value, call: cst.Call) -> bool:
+        """A module cast written between the component's load and the pipeline call may reach the
+        pipeline's ``name`` component: a cast of ``<anything>.name`` or of a model this file
+        passes as ``name=`` (a module casts in place, so the pipeline's reference changes too)."""
+        first = component.origin.line if component.origin is not None else 0
+        last = self.ctx.position(call).start.line
+        passed = {name}
+        for node in walk(self.ctx.module, into_definitions=True):
+            if isinstance(node, cst.Call):
+                passed.update(dotted_name(a.value) for a in node.args if a.keyword is not None and a.keyword.value == name)
+        return any(cast.dtypes and (cast.target in passed or cast.target.rsplit(".", 1)[-1] == name)
+                   and first <= self.ctx.position(cast.node).start.line <= last
+                   for cast in self.ctx.flow.module_casts)
 
     def _selective_upcast(self, node: cst.Assign) -> None:
         """``for p in model.parameters(): if p.dim() == 1: p.data = p.data.float()`` on a low

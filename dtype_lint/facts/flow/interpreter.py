@@ -2188,11 +2188,29 @@ class Interpreter:
                 if not dtypes:
                     return make(MODULE, info=owner)
                 if source is not None and len(dtypes) > 1:
-                    return Value(kind=MODULE, dtypes=dtypes, partial=source.partial, origins=source.origins, info=owner)
-                return make(MODULE, dtypes, self.origin(node), info=owner)
+                    loaded = Value(kind=MODULE, dtypes=dtypes, partial=source.partial, origins=source.origins, info=owner)
+                else:
+                    loaded = make(MODULE, dtypes, self.origin(node), info=owner)
+                return self._with_passed_components(loaded, module, node)
         if _arg(node, "load_in_8bit") is not None or _arg(node, "load_in_4bit") is not None or _arg(node, "quantization_config") is not None:
             return make(MODULE, info=owner, role="quantized")
         return make(MODULE, (default,) if default else (), self.origin(node) if default else None, info=owner)
+
+    def _with_passed_components(self, pipeline: Value, module: str, node: cst.Call) -> Value:
+        """A diffusers pipeline loaded with ``torch_dtype=`` keeps the models passed to it in their
+        own dtypes (library.PIPELINE_COMPUTE_COMPONENTS): they are its ``keys``/``items``, which a
+        later ``pipeline.to(dtype)`` casts with the rest (``_cast_value``)."""
+        if not (module.startswith("diffusers") and module.endswith("Pipeline")):
+            return pipeline
+        keys, items = [], []
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value not in lib.PIPELINE_COMPUTE_COMPONENTS:
+                continue
+            component = self._current.get(id(arg.value))
+            if component is not None and component.kind == MODULE:
+                keys.append(arg.keyword.value)
+                items.append(component)
+        return pipeline.replace(keys=tuple(keys), items=tuple(items)) if keys else pipeline
 
     def _autocast_dtype(self, frame: Frame) -> str | None:
         for info in reversed(frame.autocast):

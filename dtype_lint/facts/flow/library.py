@@ -147,6 +147,16 @@ ATTACH_ADAPTER_FUNCTIONS = {
 }
 TOKEN_FIELDS = frozenset("input_ids attention_mask token_type_ids labels position_ids decoder_input_ids special_tokens_mask".split())
 FLOAT_FIELDS = frozenset("pixel_values input_features input_values pixel_values_videos".split())
+# diffusers' ``Pipeline.from_pretrained(name, unet=unet, torch_dtype=dt)`` loads the components
+# it is not given in ``dt`` and leaves the ones passed in as they are (the loader casts only what
+# it loads). The components below compute the pipeline's prompt embeddings and denoise its
+# latents: one kept float32 while the rest is float16/bfloat16 meets the other's activations
+# outside autocast ("Input type (c10::Half) and bias type (float) should be the same",
+# huggingface/diffusers#2994, #11723). Not the VAE, the safety checker or image encoders: the
+# pipelines cast latents and pixels to those themselves (an fp32 VAE is the SDXL upcast idiom).
+PIPELINE_COMPUTE_COMPONENTS = frozenset(
+    "unet transformer prior controlnet text_encoder text_encoder_2 text_encoder_3 decoder".split()
+)
 OUTPUT_FIELDS = frozenset(
     "logits last_hidden_state hidden_states pooler_output sample prev_sample pred_original_sample"
     " image_embeds text_embeds start_logits end_logits encoder_last_hidden_state".split()
