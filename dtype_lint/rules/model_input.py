@@ -38,7 +38,7 @@ ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 # ``torch.*`` function does (``from_numpy``, ``tensor``, ``as_tensor``). So a float64 tensor needs
 # a word of FP64_SPELLED, or a word of NUMPY_FP64 and the word ``torch``.
 FP64_SPELLED = (exact_word("float64"), exact_word("double"), exact_word("fp64"), exact_word("float_"), exact_word("DoubleTensor"))
-NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"))
+NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"), exact_word("soundfile"))  # soundfile: float64 reads
 TORCH = exact_word("torch")
 
 
@@ -93,6 +93,9 @@ def from_numpy(ctx, value: Value) -> bool:
     produced = ctx.flow.value_of(origin.node)
     if produced is not None and produced.kind == "numpy":
         return True
+    if produced is not None and produced.kind == "tuple" and any(
+            item is not None and item.kind == "numpy" and FP64 in item.dtypes for item in produced.items or ()):
+        return True  # ``audio, sr = soundfile.read(path)``: the reader's samples
     # ``torch.from_numpy(features).double()``: an explicit float64 cast of NumPy data
     receiver = _cast_receiver(origin.node)
     if receiver is None:
