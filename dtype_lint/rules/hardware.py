@@ -79,6 +79,10 @@ class Fp16OnCpu(Rule):
     check, a module loaded from a checkpoint the project saves in float16
     (`torch.load(p)["model"]` after `torch.save({"model": deepcopy(model).half()}, p)` in another
     file) counts as cast where it is loaded (medium: the load matches the save by key).
+    `torch.load(f, map_location=device)` places what it loads on `device`, and a device helper of
+    the file (YOLOv5's `select_device`: `cpu` without CUDA, `cuda:N` otherwise) names the devices
+    its returns name; a model loaded float16 and then halved again under a device check is
+    reported at the load, the cast that does not look at the device.
 
     ## Why is this bad?
     CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise

@@ -1015,7 +1015,8 @@ def _int_list(node: cst.BaseExpression) -> bool:
 class NumpyFloat64Leak(Rule):
     """## What it does
     Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
-    `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
+    `torch.tensor(np.linspace(...))`; audio from `soundfile.read`, float64 unless `dtype=` is
+    given, also through scipy's resamplers) passed to a float32/half module, to a loss together with a
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
     (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`,
