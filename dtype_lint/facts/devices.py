@@ -72,8 +72,13 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
     text = string_value(expr)
     if text is not None:
         return frozenset({_device_of_string(text)})
+    if isinstance(expr, cst.FormattedString):  # ``f"cuda:{rank}"``: the literal head names the device
+        head = next((p.value for p in expr.parts[:1] if isinstance(p, cst.FormattedStringText)), "")
+        return frozenset({_device_of_string(head)}) if ":" in head else frozenset()
     if isinstance(expr, cst.Call) and call_name(expr) == "device" and expr.args:
         return device_choices(ctx, expr.args[0].value, scope, depth + 1)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+        return _helper_devices(ctx, expr.func.value, depth)
     if isinstance(expr, cst.IfExp):
         return device_choices(ctx, expr.body, scope, depth + 1) | device_choices(ctx, expr.orelse, scope, depth + 1)
     if isinstance(expr, cst.Attribute) and expr.attr.value == "type":  # ``device.type``
@@ -85,7 +90,13 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
     for statement, value in training_facts(ctx).assignments.get(name, []):
         if not _inside(ctx, statement, scope):
             continue
-        if any(dotted_name(n) == name for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute))):
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            helper = _helper_devices(ctx, value.func.value, depth + 1)
+            if helper:  # ``device = select_device(device)``: the helper decides whatever it is given
+                found |= helper
+                continue
+        attrs = {id(n.attr) for n in walk(value) if isinstance(n, cst.Attribute)}  # ``torch.device``'s ``device``
+        if any(dotted_name(n) == name for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute)) and id(n) not in attrs):
             continue  # ``device = torch.device(device)``: the parameter's own value, read below
         found |= device_choices(ctx, value, ctx.module if scope is ctx.module else scope, depth + 1)
     default = _parameter_default(scope, name) if "." not in name else False
@@ -98,6 +109,46 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
         if default_flag is not None:  # the flag's default; the command line may name another
             found |= device_choices(ctx, default_flag, ctx.module, depth + 1) | {OTHER}
     return frozenset(found)
+
+
+def _helper_devices(ctx, name: str, depth: int) -> frozenset[str]:
+    """The devices a device helper of this file returns (YOLOv5's ``select_device``: ``cpu``
+    without CUDA, ``cuda:N`` otherwise): every ``return`` must name one, else unknown."""
+    helper = next((s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+    if helper is None:
+        return frozenset()
+    returns = [n for n in walk(helper.body) if isinstance(n, cst.Return)]
+    found: set[str] = set()
+    for statement in returns:
+        choices = device_choices(ctx, statement.value, helper, depth + 1)
+        if not choices:
+            return frozenset()
+        found |= choices
+    return frozenset(found)
+
+
+def _loaded_onto(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
+    """The devices of ``torch.load(f, map_location=device)`` when ``key`` is bound, in ``scope``,
+    to something read out of what it loaded (``model = ckpt["model"].eval()``): map_location
+    places every tensor of the checkpoint, modules included, on that device."""
+    loads: dict[str, cst.BaseExpression] = {}
+    for call in training_facts(ctx).calls:
+        if call_name(call) == "load" and _inside(ctx, call, scope) and keyword(call, "map_location") is not None:
+            target = _assigned_to(ctx, call)
+            if target is not None and ctx.parent(call) is ctx.enclosing(call, cst.Assign):
+                loads[target] = keyword(call, "map_location")
+    if not loads:
+        return None
+    found: set[str] = set()
+    for statement, value in training_facts(ctx).assignments.get(key, []):
+        if not _inside(ctx, statement, scope):
+            continue
+        roots = {dotted_name(n.value) for n in walk(value) if isinstance(n, cst.Subscript)}
+        roots |= {dotted_name(n.func.value) for n in walk(value)
+                  if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "get"}
+        for root in sorted(roots & loads.keys()):
+            found |= device_choices(ctx, loads[root], scope) or {OTHER}
+    return frozenset(found) if found else None
 
 
 def chain_root(expr: cst.BaseExpression) -> str | None:
@@ -165,4 +216,8 @@ def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
         if devices is not None:
             placed = True
             found |= devices
+    loaded = _loaded_onto(ctx, key, scope)
+    if loaded is not None:
+        placed = True
+        found |= loaded
     return frozenset(found) if placed else None

@@ -79,6 +79,10 @@ class Fp16OnCpu(Rule):
     check, a module loaded from a checkpoint the project saves in float16
     (`torch.load(p)["model"]` after `torch.save({"model": deepcopy(model).half()}, p)` in another
     file) counts as cast where it is loaded (medium: the load matches the save by key).
+    `torch.load(f, map_location=device)` places what it loads on `device`, and a device helper of
+    the file (YOLOv5's `select_device`: `cpu` without CUDA, `cuda:N` otherwise) names the devices
+    its returns name; a model loaded float16 and then halved again under a device check is
+    reported at the load, the cast that does not look at the device.
 
     ## Why is this bad?
     CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise
@@ -144,11 +148,16 @@ class Fp16OnCpu(Rule):
                 continue
             module_node, module, running = use
             key = dotted_name(module_node)
+            if key is None and devices.MOVES & {call_name(call)}:
+                # ``model = (ckpt.get("ema") or ckpt["model"]).to(device)``: the name it is moved into
+                key = devices._assigned_to(self.ctx, call)
             if key is None:
                 continue
             scope = devices._scope_of(self.ctx, call)
-            cast = self._cast_site(module, key, scope, call)
-            if cast is None or cast in reported or self._device_aware(cast, scope) or self._stops_without_gpu():
+            # the first place it became float16 that does not look at the device (a model loaded
+            # float16 from a checkpoint, then halved again under ``if half:``: the load)
+            cast = next((c for c in self._cast_sites(module, key, scope, call) if not self._device_aware(c, scope)), None)
+            if cast is None or cast in reported or self._stops_without_gpu():
                 continue
             placed = devices.placements(self.ctx, key, scope)
             if placed is None:
@@ -236,21 +245,38 @@ class Fp16OnCpu(Rule):
                 return node, value, running
         return None
 
-    def _cast_site(self, module: Value, key: str, scope: cst.CSTNode, use: cst.Call) -> cst.CSTNode | None:
-        """Where ``key`` became float16, in the scope of its use: the flow's origin, or the call
+    def _cast_sites(self, module: Value, key: str, scope: cst.CSTNode, use: cst.Call) -> list[cst.CSTNode]:
+        """Where ``key`` became float16, in the scope of its use: the flow's origins, or the call
         of this scope that handed it to a helper that halved it (``wrap_fp16_model(model)``)."""
-        origin = next((o.node for dtype, o in module.origins if dtype == FP16), None)
-        if origin is not None and devices._inside(self.ctx, origin, scope):
-            return origin
+        origins = [o.node for dtype, o in module.origins if dtype == FP16]
+        inside = [o for o in origins if o is not None and devices._inside(self.ctx, o, scope)]
+        if inside:
+            return inside
+        found = self._handed_to_helper(key, scope, use)
+        return [found] if found is not None else []
+
+    def _handed_to_helper(self, key: str, scope: cst.CSTNode, use: cst.Call) -> cst.CSTNode | None:
         use_start = self.ctx.source_order(use)[0]
         for call in training_facts(self.ctx).calls:
             if self.ctx.source_order(call)[0] >= use_start or not devices._inside(self.ctx, call, scope):
                 continue
             related = devices.chain_root(call) == key or any(dotted_name(a.value) == key for a in call.args)
             value = self.ctx.flow.value_of(call)
-            if related and value is not None and value.kind == "module" and FP16 in value.dtypes:
+            if related and value is not None and value.kind == "module" and FP16 in value.dtypes \
+                    and not self._already_fp16(call, key):
                 return call
         return None
+
+    def _already_fp16(self, call: cst.Call, key: str) -> bool:
+        """The model was already float16 when ``call`` got it (``model.train()`` after an
+        evaluation helper halved it): the call is not where it became float16."""
+        handed = [call.func.value] if isinstance(call.func, cst.Attribute) else []
+        handed += [a.value for a in call.args if dotted_name(a.value) == key]
+        for node in handed:
+            value = self.ctx.flow.value_of(node)
+            if value is not None and FP16 in value.dtypes:
+                return True
+        return False
 
     def _device_aware(self, cast: cst.CSTNode, scope: cst.CSTNode) -> bool:
         """The cast happens under a condition, or with a dtype chosen by one, that looks at the

@@ -38,7 +38,7 @@ ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 # ``torch.*`` function does (``from_numpy``, ``tensor``, ``as_tensor``). So a float64 tensor needs
 # a word of FP64_SPELLED, or a word of NUMPY_FP64 and the word ``torch``.
 FP64_SPELLED = (exact_word("float64"), exact_word("double"), exact_word("fp64"), exact_word("float_"), exact_word("DoubleTensor"))
-NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"))
+NUMPY_FP64 = (exact_word("numpy"), exact_word("astype"), exact_word("soundfile"))  # soundfile: float64 reads
 TORCH = exact_word("torch")
 
 
@@ -93,6 +93,9 @@ def from_numpy(ctx, value: Value) -> bool:
     produced = ctx.flow.value_of(origin.node)
     if produced is not None and produced.kind == "numpy":
         return True
+    if produced is not None and produced.kind == "tuple" and any(
+            item is not None and item.kind == "numpy" and FP64 in item.dtypes for item in produced.items or ()):
+        return True  # ``audio, sr = soundfile.read(path)``: the reader's samples
     # ``torch.from_numpy(features).double()``: an explicit float64 cast of NumPy data
     receiver = _cast_receiver(origin.node)
     if receiver is None:
@@ -1059,7 +1062,8 @@ def _int_list(node: cst.BaseExpression) -> bool:
 class NumpyFloat64Leak(Rule):
     """## What it does
     Flags a float64 tensor that came from NumPy (`torch.from_numpy(np.random.randn(...))`,
-    `torch.tensor(np.linspace(...))`) passed to a float32/half module, to a loss together with a
+    `torch.tensor(np.linspace(...))`; audio from `soundfile.read`, float64 unless `dtype=` is
+    given, also through scipy's resamplers) passed to a float32/half module, to a loss together with a
     float32 tensor, to a matmul, linear or convolution (`torch.mm`, `@`, `F.linear`, `F.conv2d`)
     together with a tensor of another float dtype, or given to a loss as its class weights
     (`nn.CrossEntropyLoss(weight=torch.from_numpy(np.bincount(y) / len(y)))`, `pos_weight=`,

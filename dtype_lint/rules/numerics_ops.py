@@ -75,7 +75,9 @@ class LowpSensitiveOp(Rule):
     that holds a hand-written norm (a class of the file named `*Norm*` whose `forward` squares
     or takes the variance of its input with no float32 upcast, such as ConvNeXt's channels-first
     LayerNorm, facebookresearch/ConvNeXt#71), run after the cast outside autocast, is reported
-    at the cast too: `net.half()` is where that choice was made. Ops given
+    at the cast too (besides the norm's op, where the flow reaches it): `net.half()` is where
+    that choice was made, and the cast model may also run in float32 first (a reference pass),
+    which leaves the op's own finding at low confidence. Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
     powers below 2 and
     powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `softmax` is flagged only
@@ -180,8 +182,7 @@ class LowpSensitiveOp(Rule):
         """``model.half()`` of a model that holds a hand-written norm (a class of this file named
         ``*Norm*`` whose forward squares or takes the variance of its input without a float32
         upcast: ConvNeXt's channels-first LayerNorm, facebookresearch/ConvNeXt#71), when the cast
-        model is then run outside autocast: reported at the cast, where the choice was made, unless
-        the flow reached the norm's op and it was reported there."""
+        model is then run outside autocast: reported at the cast, where the choice was made."""
         norms = _handwritten_norms(self.ctx)
         if not norms:
             return
@@ -195,8 +196,10 @@ class LowpSensitiveOp(Rule):
                 continue
             seen.add(id(cast.node))
             name, op = found
-            if id(op) in self.__dict__.get("_reported_ops", ()):
-                continue  # the norm's own op was reported (the flow reached it): one finding per defect
+            # reported at the cast even where the flow also reached the norm's op: the cast is the
+            # caller's choice (a float32 model under autocast fixes it there), the op the norm's
+            # author's; and the op's own finding is low confidence (hidden) where the forward also
+            # runs in float32 (a reference pass before the cast)
             self.report(
                 cast.node,
                 f"this casts `{cast.target}` to float16, and it holds `{name}`, a hand-written norm whose statistics"
@@ -242,7 +245,6 @@ class LowpSensitiveOp(Rule):
             f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}, "
             f"outside autocast: {why}; compute it in float32 (`.float()`, or `dtype=torch.float32`)"
         )
-        self.__dict__.setdefault("_reported_ops", set()).add(id(node))
         self.report(node, message, confidence=confidence)
 
 
@@ -322,17 +324,22 @@ def _float16_module_casts(ctx) -> list[_ModuleCast]:
 
 def _classes_held(ctx, cast) -> set[str]:
     """Names of the classes of this file the cast module is made of: the calls in the
-    expression that built it, and, for each class of the file among them, the calls in its
-    ``__init__`` (transitively)."""
+    expression that built it, and, for each class or builder function of the file among them,
+    the calls in its ``__init__`` or body (transitively)."""
     built = _construction(ctx, cast)
     if built is None:
         return set()
     classes = {n.name.value: n for n in ctx.all_nodes if isinstance(n, cst.ClassDef)}
-    pending, held = [built], set()
+    # a builder function of the file (``def build_stem(): return nn.Sequential(...)``) holds what it builds
+    builders = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
+    pending, held, expanded = [built], set(), set()
     while pending:
         for call in (n for n in walk(pending.pop()) if isinstance(n, cst.Call)):
             name = call.func.value if isinstance(call.func, cst.Name) else None
-            if name in classes and name not in held:
+            if name in builders and name not in classes and name not in expanded:
+                expanded.add(name)
+                pending.append(builders[name])
+            elif name in classes and name not in held:
                 held.add(name)
                 init = next((s for s in classes[name].body.body if isinstance(s, cst.FunctionDef)
                              and s.name.value == "__init__"), None)

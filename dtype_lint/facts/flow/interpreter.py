@@ -1869,6 +1869,14 @@ class Interpreter:
             return _concatenated(pieces, None) if pieces and len(pieces) == len(node.args) else None
         if qualified in lib.FLOAT64_ARRAY_FUNCTIONS:
             return make(NUMPY, (FP64,), self.origin(node))
+        if qualified in lib.AUDIO_READERS:
+            if _arg(node, "dtype") is not None:
+                return None  # a dtype the call asks for: the default no longer holds
+            samples = make(NUMPY, (lib.AUDIO_READERS[qualified],), self.origin(node))
+            return make(TUPLE, items=(samples, None))
+        if qualified in lib.SAME_DTYPE_ARRAY_FUNCTIONS:
+            first = self._first_argument(node)
+            return first if first is not None and first.kind == NUMPY and first.dtypes <= {FP16, FP32, FP64} else None
         if qualified in lib.PIL_IMAGE_CALLS:
             mode = lib.PIL_MODE_DTYPES.get(_string(node.args[0].value)) if attr == "new" and node.args else None
             return make(IMAGE, (mode,) if mode else (), self.origin(node))

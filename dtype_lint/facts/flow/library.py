@@ -77,6 +77,12 @@ FLOAT64_ARRAY_FUNCTIONS = frozenset(
     """sklearn.utils.class_weight.compute_class_weight sklearn.utils.compute_class_weight
     sklearn.utils.class_weight.compute_sample_weight sklearn.utils.compute_sample_weight""".split()
 )
+# Audio readers whose result is ``(samples, sample_rate)`` with the samples' NumPy dtype fixed by
+# their documented default when no ``dtype=`` is given: soundfile's ``read`` defaults to
+# dtype="float64"; librosa's ``load`` to np.float32.
+AUDIO_READERS = {"soundfile.read": FP64, "librosa.load": FP32, "librosa.core.load": FP32}
+# scipy.signal resamplers: a float array keeps its dtype (they filter in the input's precision).
+SAME_DTYPE_ARRAY_FUNCTIONS = frozenset("scipy.signal.resample_poly scipy.signal.resample scipy.signal.decimate".split())
 NUMPY_ARRAY_CONSTRUCTORS = frozenset("array asarray asanyarray ascontiguousarray".split())
 # PIL: the NumPy dtype of an image's pixels by mode (``np.asarray(img.convert("RGB"))`` is uint8;
 # Pillow's "Modes" documentation), the calls that make an image and the methods that keep its mode.
