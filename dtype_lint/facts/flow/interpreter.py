@@ -2509,7 +2509,8 @@ class Interpreter:
             if found and found[0] and _looks_like_module(func.value):
                 return self._module_method(method, receiver, key, node, frame, statement)
             if found and found[0]:
-                value = make(TENSOR, found[0], self.origin(node))
+                # the low dtypes only a function's evidence gives keep it as their origin (rules filter them)
+                value = self._evidence_kept(make(TENSOR, found[0], self.origin(node)), found[1])
                 return value.replace(partial=True) if found[1] is not None and found[1].partial else value
         if kind is None and method == "astype":
             dtypes = self._astype_dtypes(node)
