@@ -171,3 +171,17 @@ def test_matmul_twins_stay_silent():
                 out = F.linear(x, rotation)
             return out.to(x.dtype)
         """) == []
+
+
+def test_a_promoted_product_stored_in_place_stays_silent():
+    # ``acc += h * w`` and ``acc[i] = h * w`` write into ``acc``'s dtype: the float32 is transient
+    assert codes("""
+        import torch
+        def accumulate(h):
+            acc = torch.zeros_like(h)
+            count = torch.zeros((1, h.shape[1], 1), device=h.device)
+            weights = torch.ones_like(count)
+            acc += h * weights
+            acc[:, :1] = h[:, :1] * weights[:, :1]
+            return acc, torch.ones(1, dtype=h.dtype)
+        """) == []

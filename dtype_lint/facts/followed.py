@@ -51,12 +51,18 @@ def condition(origin: EvidenceOrigin) -> str:
 
 def cast_afterwards(ctx, node: cst.CSTNode) -> bool:
     """The result of ``node`` is cast by the code that takes it: an enclosing ``(...).to(d)`` in the
-    same statement, or a later ``name.to(...)`` / ``name.half()`` of the name the statement binds."""
+    same statement, an in-place store (``acc += ...``, ``acc[i] = ...``), or a later ``name.to(...)``
+    / ``name.half()`` of the name the statement binds."""
     statement = ctx.enclosing_statement(node)
     current, parent = node, ctx.parent(node)
     while parent is not None and parent is not statement:
         if isinstance(parent, cst.Attribute) and parent.value is current and parent.attr.value in _CASTS:
             return True
+        if isinstance(parent, cst.AugAssign) and parent.value is current:
+            return True  # ``acc += x * w``: written into ``acc``, in its dtype
+        if isinstance(parent, cst.Assign) and parent.value is current and any(
+                isinstance(t.target, (cst.Subscript, cst.Attribute)) for t in parent.targets):
+            return True  # ``acc[i] = x * w`` / ``w.data = ...``: stored in the existing tensor's dtype
         current, parent = parent, ctx.parent(parent)
     names = _bound_names(statement)
     if not names:
