@@ -42,6 +42,10 @@ class OpOperandDtype(Rule):
     precision other than the query's (a bfloat16 mask with a float16 query; a float32 mask is
     accepted). In a project, the operands include what callers in other files pass a function
     (`ssim(sr.half(), hr.half())` reaching a float32 window inside `ssim`).
+    Also a float32 the function fixes itself (a factory without `dtype=`, `.to(torch.float32)`
+    not cast back) meeting in one of these ops a tensor whose dtype the same function follows
+    (`dtype=x.dtype`, `out.to(x.dtype)`; facts/followed.py): the message states the condition,
+    "when `x` is float16/bfloat16", the dtypes the function is written to take.
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found

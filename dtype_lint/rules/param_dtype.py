@@ -34,6 +34,12 @@ class DtypeAgnosticFactory(CombiningRule):
     `.shape`, `.device`, `.dtype`, `.size()`... of), in the `forward` of an `nn.Module` of a file
     that runs something in float16/bfloat16: `x + torch.randn(x.shape)`. 0-dim factories do not
     promote and are skipped, and so are calls inside autocast.
+    Also, in any function, such a factory combined by arithmetic with a tensor whose dtype the
+    function itself follows (it makes or casts another tensor in that dtype: `dtype=x.dtype`,
+    `out.to(x.dtype)`, `orig = x.dtype ... .to(orig)`; facts/followed.py), or a value computed
+    from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
+    function is written for the dtype its callers give, float16/bfloat16 among them, and the
+    message says so ("when `x` is float16/bfloat16 ...").
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
