@@ -185,3 +185,25 @@ def test_a_promoted_product_stored_in_place_stays_silent():
             acc[:, :1] = h[:, :1] * weights[:, :1]
             return acc, torch.ones(1, dtype=h.dtype)
         """) == []
+
+
+def test_a_followed_config_or_model_dtype_is_no_tensor_evidence():
+    # ``config.dtype`` is followed, but ``config`` is no tensor: it stays what the flow knows
+    p = Probe(
+        """
+        import torch
+        def build(config, n):
+            if config.dtype == "auto":
+                pass
+            return torch.zeros(n, dtype=config.dtype)
+        """
+    )
+    value = p.flow.value_of(p.node("config", 4), follows=True)
+    assert value is None or value.kind != "tensor"
+    assert codes("""
+        import torch
+        def build(config, n):
+            if config.dtype == "auto":
+                pass
+            return torch.zeros(n, dtype=config.dtype)
+        """) == []

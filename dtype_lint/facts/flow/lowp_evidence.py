@@ -153,8 +153,9 @@ def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts
         seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
         facts.evidence[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
     followed: dict[str, cst.CSTNode] = {}
+    tensors = _used_as_tensor(nodes)
     for name, node in _dtype_followed(nodes, aliases):
-        if name not in facts.evidence:
+        if name not in facts.evidence and name in tensors:
             followed.setdefault(name, node)
     for name, node in followed.items():
         seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
@@ -195,6 +196,29 @@ def _dtype_followed(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNo
             name = source(arg.value)
             if name is not None:
                 yield name, node
+
+
+# Attributes only a tensor has (a model or a config has ``.dtype``, ``.device`` and ``.to`` too).
+_TENSOR_ONLY = frozenset({"shape", "size", "ndim", "dim", "view", "reshape", "unsqueeze", "squeeze", "transpose",
+                          "permute", "contiguous", "flatten", "numel", "new_zeros", "new_ones", "new_empty",
+                          "new_full", "masked_fill", "clamp", "chunk", "split", "expand"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
+
+
+def _used_as_tensor(nodes: list) -> set[str]:
+    """Plain names the function uses as tensors: a tensor-only attribute (``x.shape``,
+    ``x.view(...)``), an arithmetic operand or a positional argument of a ``torch.``/``F.`` op; a followed dtype is evidence only on those (a
+    ``config.dtype`` or ``model.dtype`` followed says nothing of a tensor)."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_ONLY:
+            found.add(node.value.value)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+            found.update(side.value for side in (node.left, node.right) if isinstance(side, cst.Name))
+        elif isinstance(node, cst.Call) and (_spelled(node.func) or "").startswith(("torch.", "F.")):
+            # ``F.linear(x, w)``, ``torch.matmul(value, scores)``: a torch op's operands
+            found.update(arg.value.value for arg in node.args if arg.keyword is None and isinstance(arg.value, cst.Name))
+    return found
 
 
 def _spelled(func: cst.BaseExpression) -> str | None:
