@@ -207,3 +207,21 @@ def test_a_followed_config_or_model_dtype_is_no_tensor_evidence():
                 pass
             return torch.zeros(n, dtype=config.dtype)
         """) == []
+
+
+def test_a_module_parameter_or_a_callers_evidence_is_not_fixed_here():
+    # the weight is built in __init__ (module casts move it); the dtype is followed by the caller
+    assert codes("""
+        import torch
+        from torch import nn
+        class PerCategory(nn.Module):
+            def __init__(self, n, d):
+                super().__init__()
+                self.W = nn.Parameter(torch.randn(n, d, d))
+            def forward(self, x, ids):
+                w = self.W[ids]
+                return torch.bmm(x, w)
+        def run(layer, h, ids):
+            noise = torch.randn(h.shape, dtype=h.dtype)
+            return layer(h + noise, ids)
+        """) == []

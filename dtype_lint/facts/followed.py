@@ -14,7 +14,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.flow.lowp_evidence import EvidenceOrigin, FollowsOrigin
-from dtype_lint.facts.flow.values import FP64, LOW, TENSOR, Value
+from dtype_lint.facts.flow.values import FP32, FP64, LOW, TENSOR, Value
 
 # Calls whose result has the dtype they are given: a combined result cast afterwards is chosen.
 _CASTS = frozenset({"to", "type", "half", "float", "bfloat16", "double", "type_as"})
@@ -33,7 +33,17 @@ def followed_low(ctx, expr: cst.BaseExpression) -> tuple[Value, EvidenceOrigin] 
     origins = [origin for dtype, origin in value.origins if dtype in LOW]
     if not origins or not all(isinstance(origin, EvidenceOrigin) for origin in origins):
         return None
+    function = ctx.enclosing(expr, cst.FunctionDef)
+    if any(ctx.enclosing(origin.node, cst.FunctionDef) is not function for origin in origins):
+        return None  # a caller's evidence: its own function, not this one, is written for it
     return value, origins[0]
+
+
+def fixed_here(ctx, node: cst.CSTNode, value: Value) -> bool:
+    """The float32 of ``value`` comes from the function around ``node`` itself (a factory or a
+    cast there), not from a module's ``__init__`` (whose parameters move with module casts)."""
+    origin = value.origin_of(FP32)
+    return origin is not None and ctx.enclosing(origin.node, cst.FunctionDef) is ctx.enclosing(node, cst.FunctionDef)
 
 
 _DTYPE_OF = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\.dtype\b")

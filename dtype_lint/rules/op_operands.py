@@ -12,7 +12,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, FP64, Value
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
-from dtype_lint.facts.followed import condition, followed_low
+from dtype_lint.facts.followed import condition, fixed_here, followed_low
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -166,7 +166,8 @@ class OpOperandDtype(Rule):
     def _check_followed(self, op: str, operands, values) -> None:
         """A float32 operand the function fixes (a factory, a ``.float()``) against one whose dtype
         the function follows (facts/followed.py): the op fails when a caller gives a low dtype."""
-        fixed = next(((n, v) for n, v in values if v is not None and v.certain and v.dtype == FP32), None)
+        fixed = next(((n, v) for n, v in values if v is not None and v.certain and v.dtype == FP32
+                      and fixed_here(self.ctx, n, v)), None)
         if fixed is None:
             return
         for other_node in operands:
