@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from dtype_lint.facts.amp import AutocastInfo
-from dtype_lint.facts.flow.lowp_evidence import without_evidence
+from dtype_lint.facts.flow.lowp_evidence import EvidenceOrigin, FollowsOrigin, without_evidence
 from dtype_lint.facts.flow.values import (  # noqa: F401 - re-exported for rules
     BF16,
     BOOL,
@@ -121,13 +121,17 @@ class Flow:
         self._rerun = None  # the interpreter's ``rerun`` (see ``returns_when_called``)
 
     # -- queries --------------------------------------------------------------------------------
-    def value_of(self, expr: cst.CSTNode | None, *, evidence: bool = False) -> Value | None:
+    def value_of(self, expr: cst.CSTNode | None, *, evidence: bool = False, follows: bool = False) -> Value | None:
         """The value of ``expr``. The float16/bfloat16 that only a function's own dtype tests show
-        (facts/flow/lowp_evidence.py) is left out unless ``evidence``: a rule that takes it says so."""
+        (facts/flow/lowp_evidence.py) is left out unless ``evidence``, and the float16/bfloat16 a
+        function takes because it follows a tensor's dtype unless ``follows`` (which implies
+        ``evidence``): a rule that takes it says so."""
         if expr is None:
             return None
         value = self._values.get(id(expr))
-        return value if evidence else without_evidence(value)
+        if follows:
+            return value
+        return without_evidence(value, EvidenceOrigin if not evidence else FollowsOrigin)
 
     def autocast_stack_at(self, node: cst.CSTNode) -> tuple[AutocastInfo, ...]:
         """The autocast regions around ``node`` (outermost first) on the path that has the most.

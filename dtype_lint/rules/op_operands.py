@@ -12,7 +12,9 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, FP64, Value
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.followed import condition, fixed_here, followed_low
 from dtype_lint.findings import Confidence, Fix, Safety
+from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import (
     FP64_SPELLED,
@@ -40,6 +42,10 @@ class OpOperandDtype(Rule):
     precision other than the query's (a bfloat16 mask with a float16 query; a float32 mask is
     accepted). In a project, the operands include what callers in other files pass a function
     (`ssim(sr.half(), hr.half())` reaching a float32 window inside `ssim`).
+    Also a float32 the function fixes itself (a factory without `dtype=`, `.to(torch.float32)`
+    not cast back) meeting in one of these ops a tensor whose dtype the same function follows
+    (`dtype=x.dtype`, `out.to(x.dtype)`; facts/followed.py): the message states the condition,
+    "when `x` is float16/bfloat16", the dtypes the function is written to take.
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found
@@ -73,7 +79,8 @@ class OpOperandDtype(Rule):
     summary = "Matmul, linear, convolution or attention on tensors of two different float dtypes"
     fix_safety = Safety.UNSAFE
     # Two float dtypes meet: one is float16, bfloat16 or a spelled float64.
-    triggers = LOWP_TRIGGERS + FP64_SPELLED
+    # `dtype`: a function that follows a tensor's dtype (`x.dtype`) meets a float32 it fixes (facts/followed.py)
+    triggers = LOWP_TRIGGERS + FP64_SPELLED + (exact_word("dtype"),)
     valid = (
         "import torch\nimport torch.nn.functional as F\nw = torch.ones(3, 1, 5, 5)\nx = torch.randn(1, 3, 8, 8).half()\n"
         "y = F.conv2d(x, w.to(x.dtype), groups=3)\n",
@@ -130,6 +137,8 @@ class OpOperandDtype(Rule):
         known = [(n, v) for n, v in values if v is not None]
         if any(v.may_be(FP64) and from_numpy(self.ctx, v) for _, v in known):
             return  # NumPy float64: DTL105
+        if len(known) < 2:
+            self._check_followed(op, operands, values)
         for (first_node, first), (other_node, other) in zip(known, known[1:]):
             confidence = self._confidence(first, other)
             if confidence is None:
@@ -151,6 +160,28 @@ class OpOperandDtype(Rule):
                 f"cast one operand to the other's dtype",
                 confidence=confidence,
                 fix=fix,
+            )
+            return
+
+    def _check_followed(self, op: str, operands, values) -> None:
+        """A float32 operand the function fixes (a factory, a ``.float()``) against one whose dtype
+        the function follows (facts/followed.py): the op fails when a caller gives a low dtype."""
+        fixed = next(((n, v) for n, v in values if v is not None and v.certain and v.dtype == FP32
+                      and fixed_here(self.ctx, n, v)), None)
+        if fixed is None:
+            return
+        for other_node in operands:
+            found = followed_low(self.ctx, other_node) if other_node is not fixed[0] and not _module_state(other_node) else None
+            if found is None:
+                continue
+            fixed_node = fixed[0]
+            self.report(
+                fixed_node,
+                f"`{code(self.ctx, fixed_node)}` is float32 {fixed[1].since(FP32)} and meets "
+                f"`{code(self.ctx, other_node)}` in `{op}`: {condition(found[1])}, `{op}` outside autocast does "
+                f"not promote and fails with 'expected scalar type Half but found Float' (or 'mat1 and mat2 must "
+                f"have the same dtype'); make `{code(self.ctx, fixed_node)}` in the dtype the function follows",
+                confidence=Confidence.MEDIUM,
             )
             return
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -33,6 +34,12 @@ class DtypeAgnosticFactory(CombiningRule):
     `.shape`, `.device`, `.dtype`, `.size()`... of), in the `forward` of an `nn.Module` of a file
     that runs something in float16/bfloat16: `x + torch.randn(x.shape)`. 0-dim factories do not
     promote and are skipped, and so are calls inside autocast.
+    Also, in any function, such a factory combined by arithmetic with a tensor whose dtype the
+    function itself follows (it makes or casts another tensor in that dtype: `dtype=x.dtype`,
+    `out.to(x.dtype)`, `orig = x.dtype ... .to(orig)`; facts/followed.py), or a value computed
+    from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
+    function is written for the dtype its callers give, float16/bfloat16 among them, and the
+    message says so ("when `x` is float16/bfloat16 ...").
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
@@ -101,15 +108,45 @@ class DtypeAgnosticFactory(CombiningRule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._tensor_like: dict[int, set[str]] = {}
+        self._reported: set[int] = set()  # factories already reported
 
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         function = self.ctx.enclosing(node, cst.FunctionDef)
         if not isinstance(function, cst.FunctionDef):
             return
+        if not self._combine_parameter(node, operands, function):
+            self._combine_followed(node, operands, function)
+
+    def _combine_followed(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> None:
+        """A factory's float32 meets, by arithmetic, a tensor whose dtype the function follows
+        (facts/followed.py), and nothing casts the result: a low dtype a caller gives is promoted."""
+        if not isinstance(node, cst.BinaryOperation) or autocast_enabled_at(self.ctx, node):
+            return
+        followed = next(((o, found) for o in operands if (found := followed_low(self.ctx, o)) is not None), None)
+        if followed is None:
+            return
+        factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not followed[0]) if f), None)
+        if factory is None or id(factory) in self._reported or cast_afterwards(self.ctx, node):
+            return
+        self._reported.add(id(factory))
+        other, (_, origin) = followed
+        other_text = self.ctx.code_for(other).strip()
+        name = self.ctx.code_for(factory.func).strip()
+        message = (
+            f"`{name}(...)` without dtype= builds float32 and is combined at line {self.ctx.position(node).start.line} "
+            f"with `{other_text}`: {condition(origin)}, `{other_text}` is promoted to float32 and stays so; "
+            f"pass the dtype the function follows"
+        )
+        fix = self._fix(factory, other_text) if isinstance(other, cst.Name) and any(
+            n.value == other.value for n in walk(factory, into_definitions=True) if isinstance(n, cst.Name)) else None
+        self.report(factory, message, confidence=Confidence.MEDIUM, fix=fix)
+
+    def _combine_parameter(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> bool:
+        """The forward-of-a-low-precision-file case; True when it reported."""
         parameters = self._tensor_parameters(function)
         parameter = next((p for p in (self._parameter_in(o, parameters) for o in operands) if p), None)
         if parameter is None:
-            return
+            return False
         for operand in operands:
             factory = self._factory_within(operand, function)
             if factory is None or autocast_enabled_at(self.ctx, node):
@@ -118,15 +155,17 @@ class DtypeAgnosticFactory(CombiningRule):
             # where a float32 result is usually harmless) is a guess, not reported.
             arithmetic = isinstance(node, cst.BinaryOperation)
             if not (arithmetic and self._runs_low_precision(function)):
-                return
+                return False
             name = self.ctx.code_for(factory.func).strip()
             message = (
                 f"`{name}(...)` without dtype= builds float32 and is combined with parameter `{parameter}`, "
                 f"whose dtype the callers choose: a float16/bfloat16 `{parameter}` is promoted to float32; "
                 f"pass `dtype={parameter}.dtype`"
             )
+            self._reported.add(id(factory))
             self.report(factory, message, confidence=Confidence.MEDIUM, fix=self._fix(factory, parameter))
-            return
+            return True
+        return False
 
     def _tensor_parameters(self, function: cst.FunctionDef) -> set[str]:
         """Parameters whose dtype this file leaves open (not self/cls, no scalar default)."""

@@ -243,6 +243,13 @@ class Interpreter:
             found = self._origins[key] = lowp_evidence.EvidenceOrigin(node, self._describe)
         return found
 
+    def _follows_origin(self, follows: lowp_evidence.Evidence) -> lowp_evidence.FollowsOrigin:
+        key = ("follows", id(follows.node), follows.name)
+        found = self._origins.get(key)
+        if found is None:
+            found = self._origins[key] = lowp_evidence.FollowsOrigin(follows.node, self._describe, follows.name)
+        return found
+
     def _dtype_facts_of(self, frame: Frame) -> lowp_evidence.FunctionDtypeFacts | None:
         """The dtype tests and low-precision evidence of the function ``frame`` runs."""
         function = frame.function
@@ -257,9 +264,14 @@ class Interpreter:
         """A binding of a name the function shows to be float16/bfloat16 (lowp_evidence.py)."""
         facts = self._dtype_facts_of(frame)
         evidence = facts.evidence.get(target.value) if facts is not None else None
-        if evidence is None or id(target) not in evidence.seeds:
-            return value
-        return lowp_evidence.evidenced(value, self._evidence_origin(evidence.node))
+        if evidence is not None and id(target) in evidence.seeds:
+            return lowp_evidence.evidenced(value, self._evidence_origin(evidence.node))
+        follows = facts.follows.get(target.value) if facts is not None else None
+        if follows is not None and id(target) in follows.seeds:
+            # a followed dtype fills only what nothing else tells (widen=False)
+            return lowp_evidence.evidenced(value, self._follows_origin(follows),
+                                           widen=False)
+        return value
 
     def _narrow(self, frame: Frame, facts: lowp_evidence.FunctionDtypeFacts | None, tests: list) -> None:
         """In a branch of ``if x.dtype == torch.bfloat16:``: what the test says of ``x``, and of the
@@ -1295,6 +1307,10 @@ class Interpreter:
                 # a value a caller passes stays what it is (widen=False): the evidence fills the unknown
                 frame.env[name] = lowp_evidence.evidenced(frame.env[name], self._evidence_origin(evidence.node),
                                                           widen=False)
+        for name, follows in facts.follows.items():
+            if follows.parameter and name in frame.env:
+                frame.env[name] = lowp_evidence.evidenced(
+                    frame.env[name], self._follows_origin(follows), widen=False)
         self._active.append(id(node))
         try:
             falls = self._body(node.body, frame)
@@ -2510,7 +2526,8 @@ class Interpreter:
             if found and found[0] and _looks_like_module(func.value):
                 return self._module_method(method, receiver, key, node, frame, statement)
             if found and found[0]:
-                value = make(TENSOR, found[0], self.origin(node))
+                # the low dtypes only a function's evidence gives keep it as their origin (rules filter them)
+                value = self._evidence_kept(make(TENSOR, found[0], self.origin(node)), found[1])
                 return value.replace(partial=True) if found[1] is not None and found[1].partial else value
         if kind is None and method == "astype":
             dtypes = self._astype_dtypes(node)

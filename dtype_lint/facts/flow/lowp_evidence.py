@@ -12,6 +12,13 @@ tests, so what the code upcasts on one path and not on another is told apart.
 
 Only plain local names and parameters are evidenced: an attribute's dtype (``self.weight``)
 belongs to its owner, which the flow tracks elsewhere.
+
+A weaker kind, kept apart (``FollowsOrigin``, ``FunctionDtypeFacts.follows``): a function that
+makes or casts another tensor in ``x``'s dtype (``torch.zeros(n, dtype=x.dtype)``,
+``out.to(x.dtype)``, ``orig = x.dtype ... .to(orig)``, ``torch.finfo(x.dtype)``) is written for
+whatever dtype its callers give ``x``: float16/bfloat16 are among the dtypes it means to take,
+so a float32 that another part of it fixes meets a low ``x`` on some caller's path. Only the
+rules that state that condition in their message ask for it (``Flow.value_of(follows=True)``).
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ class FunctionDtypeFacts:
     flags: dict  # ``cast_to_fp32`` -> (its one assigned test, whether no constant is assigned too)
     read: DtypeReader
     blocks: dict  # id(statement) -> (the statements of its block, its index there)
+    follows: dict = dataclasses.field(default_factory=dict)  # name -> Evidence: its dtype is followed
 
     def tests(self, test: cst.BaseExpression, at: cst.CSTNode | None = None, depth: int = 0) -> tuple[list, list]:
         """The DtypeTests that hold in the body of ``if test:`` (the statement ``at``) and in its ``else``."""
@@ -144,7 +152,88 @@ def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts
     for name, node in shown.items():
         seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
         facts.evidence[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
+    followed: dict[str, cst.CSTNode] = {}
+    tensors = _used_as_tensor(nodes)
+    for name, node in _dtype_followed(nodes, aliases):
+        if name not in facts.evidence and name in tensors:
+            followed.setdefault(name, node)
+    for name, node in followed.items():
+        seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
+        facts.follows[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
     return facts
+
+
+# Calls that make or cast a tensor in a dtype they are given (the dtype is followed, not tested).
+_CASTS = frozenset({"to", "type", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+_DTYPE_INFO = frozenset({"finfo"})
+_NOT_TORCH = ("np.", "numpy.", "jnp.", "tf.")
+
+
+def _dtype_followed(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNode]]:
+    """(tensor, the call) where the function uses ``x.dtype`` (or ``orig`` of ``orig = x.dtype``)
+    to make or cast another tensor: ``dtype=x.dtype`` given to a torch call, ``y.to(x.dtype)``,
+    ``y.type(orig)``, ``torch.finfo(x.dtype)``."""
+    def source(expr: cst.BaseExpression) -> str | None:
+        found = _dtype_of(expr)
+        if found is None and isinstance(expr, cst.Name):
+            found = aliases.get(expr.value)
+        return found
+
+    for node in nodes:
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        spelled = _spelled(func)
+        if spelled is None or spelled.startswith(_NOT_TORCH):
+            continue
+        method = func.attr.value if isinstance(func, cst.Attribute) else spelled
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword is not None and keyword != "dtype":
+                continue
+            if keyword is None and method not in _CASTS and method not in _DTYPE_INFO:
+                continue
+            name = source(arg.value)
+            if name is not None:
+                yield name, node
+
+
+# Attributes only a tensor has (a model or a config has ``.dtype``, ``.device`` and ``.to`` too).
+_TENSOR_ONLY = frozenset({"shape", "size", "ndim", "dim", "view", "reshape", "unsqueeze", "squeeze", "transpose",
+                          "permute", "contiguous", "flatten", "numel", "new_zeros", "new_ones", "new_empty",
+                          "new_full", "masked_fill", "clamp", "chunk", "split", "expand"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
+
+
+def _used_as_tensor(nodes: list) -> set[str]:
+    """Plain names the function uses as tensors: a tensor-only attribute (``x.shape``,
+    ``x.view(...)``), an arithmetic operand or a positional argument of a ``torch.``/``F.`` op; a followed dtype is evidence only on those (a
+    ``config.dtype`` or ``model.dtype`` followed says nothing of a tensor)."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_ONLY:
+            found.add(node.value.value)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+            found.update(side.value for side in (node.left, node.right) if isinstance(side, cst.Name))
+        elif isinstance(node, cst.Call) and (_spelled(node.func) or "").startswith(("torch.", "F.")):
+            # ``F.linear(x, w)``, ``torch.matmul(value, scores)``: a torch op's operands
+            found.update(arg.value.value for arg in node.args if arg.keyword is None and isinstance(arg.value, cst.Name))
+    return found
+
+
+def _spelled(func: cst.BaseExpression) -> str | None:
+    """``torch.zeros`` / ``y.to`` / ``finfo`` as written (the root of a method call kept)."""
+    parts = []
+    while isinstance(func, cst.Attribute):
+        parts.append(func.attr.value)
+        func = func.value
+    if isinstance(func, cst.Name):
+        parts.append(func.value)
+    elif not parts:
+        return None
+    else:
+        parts.append("?")
+    return ".".join(reversed(parts))
 
 
 def _dominating_bindings(node: cst.CSTNode, name: str, parents: dict, blocks: dict) -> Iterator[cst.Name]:
@@ -274,6 +363,20 @@ class EvidenceOrigin(Origin):
         return f"line {self.line} (`{self.text}`: the function is written for float16/bfloat16 tensors)"
 
 
+class FollowsOrigin(EvidenceOrigin):
+    """The origin of a low dtype a function takes because it follows a tensor's dtype, whatever the
+    callers give (``dtype=x.dtype``): float16/bfloat16 on a caller's path, not in every program."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, node: cst.CSTNode, resolve, name: str = "") -> None:
+        super().__init__(node, resolve)
+        self.name = name  # the tensor whose dtype is followed
+
+    def describe(self) -> str:
+        return f"line {self.line} (`{self.text}`: the function follows the dtype its callers give `{self.name}`)"
+
+
 def evidenced(value: Value | None, origin: EvidenceOrigin, widen: bool = True) -> Value | None:
     """``value`` as the evidence has it: a tensor whose dtype nothing else tells becomes "float16 or
     bfloat16 where known" (partial). With ``widen`` (a binding inside the function), a float tensor
@@ -302,12 +405,12 @@ def narrowed(value: Value | None, test: DtypeTest) -> Value | None:
     return value.replace(dtypes=frozenset(dtypes), origins=origins, partial=partial if dtypes else False)
 
 
-def without_evidence(value: Value | None) -> Value | None:
-    """``value`` without the low dtypes only the evidence gives (what a rule that does not take the
-    evidence sees: what the flow knew before it)."""
-    if value is None or not any(isinstance(origin, EvidenceOrigin) for _, origin in value.origins):
+def without_evidence(value: Value | None, kind: type = EvidenceOrigin) -> Value | None:
+    """``value`` without the low dtypes only the evidence (of ``kind``: ``FollowsOrigin`` for the
+    followed dtypes alone) gives: what a rule that does not take that evidence sees."""
+    if value is None or not any(isinstance(origin, kind) for _, origin in value.origins):
         return value
-    kept = tuple((dtype, origin) for dtype, origin in value.origins if not isinstance(origin, EvidenceOrigin))
+    kept = tuple((dtype, origin) for dtype, origin in value.origins if not isinstance(origin, kind))
     dtypes = frozenset(dtype for dtype, _ in kept) | (value.dtypes - {d for d, _ in value.origins})
     return value.replace(dtypes=dtypes, origins=kept, partial=value.partial if dtypes else False)
 
