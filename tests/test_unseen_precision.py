@@ -425,3 +425,76 @@ def newer_side():
 def test_code_after_a_new_torch_early_return_is_a_fallback():
     # After `if <new torch>: return`, only an old torch gets there; after `if <old torch>: return`, a new one.
     assert _at(EARLY_RETURN) == [("DTL201", 13, Confidence.HIGH)]
+
+
+# Cause 8: a test's precision set-up is its subject. fairseq's EMA tests train a `.half()` model
+# with SGD and keep a float16 EMA to check the fp16 mode; litgpt's SDPA tests set a float16
+# default dtype to check the flash kernel is chosen; diffusers' training tests run an fp16
+# autocast step without a scaler. The same lines in a training script are the defects.
+HALF_TRAINING_TEST = '''import torch
+from copy import deepcopy
+
+
+class DummyModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(32, 2)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def test_ema_fp16():
+    model = DummyModule().cuda().half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    ema = deepcopy(model)
+    loss = model(torch.randn(32, device="cuda").half()).sum()
+    loss.backward()
+    optimizer.step()
+    for e, p in zip(ema.parameters(), model.parameters()):
+        e.data.mul_(0.999).add_(p.data, alpha=0.001)
+'''
+DEFAULT_DTYPE_TEST = '''import torch
+
+
+def test_sdpa_choice(config):
+    torch.set_default_dtype(torch.float16)
+    model = build(config)
+    model(torch.randint(0, 10, (2, 16)))
+'''
+FP16_AUTOCAST_TEST = '''import torch
+
+model = torch.nn.Linear(4, 4).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(torch.randn(2, 4, device="cuda")).sum()
+    loss.backward()
+    optimizer.step()
+'''
+# A mismatch in a test is a test that crashes, not a set-up: still reported, one level lower.
+MISMATCH_TEST = '''import torch
+
+
+def test_forward():
+    model = torch.nn.Linear(4, 4).half()
+    model(torch.randn(2, 4))
+'''
+
+
+def _codes(text: str, path: str) -> list[str]:
+    return sorted({code for code, _, _ in _at(text, path, Confidence.MEDIUM)})
+
+
+def test_a_precision_set_up_in_a_test_file_is_what_the_test_exercises():
+    for source, codes in ((HALF_TRAINING_TEST, {"DTL401"}), (DEFAULT_DTYPE_TEST, {"DTL702"}),
+                          (FP16_AUTOCAST_TEST, {"DTL208"})):
+        assert codes <= set(_codes(source, "train.py")), source  # the defect, in a script
+        for path in ("tests/test_ema.py", "test_model.py", "pkg/tests/gpu/test_ema_gpu.py",
+                     "tests/models/testing_utils/training.py"):
+            assert not codes & set(_codes(source, path)), path
+
+
+def test_a_mismatch_in_a_test_file_is_still_reported_one_level_lower():
+    assert _at(MISMATCH_TEST, "train.py") == [("DTL101", 6, Confidence.HIGH)]
+    assert _at(MISMATCH_TEST, "tests/test_linear.py") == [("DTL101", 6, Confidence.MEDIUM)]

@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts import config_values
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
-from dtype_lint.facts.deliberate import is_test_file, requires_bf16_hardware
+from dtype_lint.facts.deliberate import requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.safe_context import loss_upcasts_inputs
 from dtype_lint.facts.training import (
@@ -366,8 +366,6 @@ class Bf16Unchecked(Rule):
             reported.add(id(anchor))
             if requires_bf16_hardware(self.ctx, anchor):
                 continue  # ``@RunIf(bf16_cuda=True)``: the decorator is the capability check
-            if is_test_file(self.ctx.path):
-                continue  # test suites run on hardware their CI chose: the missing check is no user's bug
             self.report(
                 anchor,
                 f"{what} but this file never checks `torch.cuda.is_bf16_supported()`: on a pre-Ampere GPU"
