@@ -498,3 +498,28 @@ def test_a_precision_set_up_in_a_test_file_is_what_the_test_exercises():
 def test_a_mismatch_in_a_test_file_is_still_reported_one_level_lower():
     assert _at(MISMATCH_TEST, "train.py") == [("DTL101", 6, Confidence.HIGH)]
     assert _at(MISMATCH_TEST, "tests/test_linear.py") == [("DTL101", 6, Confidence.MEDIUM)]
+
+
+# Cause 9: a cast chosen on the parameter's own dtype keeps it (OpenNMT's validation swaps the
+# moving average in with `avg.half() if param.dtype == torch.float16 else avg`).
+OWN_DTYPE_CAST = '''import torch
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loss.backward()
+for avg, param in zip(averages, model.parameters()):
+    BODY
+'''
+
+
+def test_a_cast_to_the_dtype_the_parameter_is_tested_to_have_keeps_it():
+    def found(body):
+        return [(c, line) for c, line, _ in _at(OWN_DTYPE_CAST.replace("BODY", body), "train.py", Confidence.MEDIUM)
+                if c == "DTL402"]
+    assert found("param.data = avg.data.half() if param.dtype == torch.float16 else avg.data") == []
+    assert found("param.data = avg.data.bfloat16() if param.dtype is torch.bfloat16 else avg.data") == []
+    assert found("if param.dtype == torch.float16:\n        param.data = avg.data.half()") == []
+    # twins: the test names another dtype, the cast is in the other branch, or there is no test
+    assert found("param.data = avg.data.half() if param.dtype == torch.bfloat16 else avg.data") == [("DTL402", 6)]
+    assert found("if param.dtype == torch.float16:\n        pass\n    else:\n        param.data = avg.data.half()") == [
+        ("DTL402", 9)]
+    assert found("param.data = avg.data.half()") == [("DTL402", 6)]
