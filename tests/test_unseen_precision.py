@@ -523,3 +523,53 @@ def test_a_cast_to_the_dtype_the_parameter_is_tested_to_have_keeps_it():
     assert found("if param.dtype == torch.float16:\n        pass\n    else:\n        param.data = avg.data.half()") == [
         ("DTL402", 9)]
     assert found("param.data = avg.data.half()") == [("DTL402", 6)]
+
+
+# Cause 10: under `autocast(enabled=flag)` a tensor the region made is low only on runs where the
+# region is on, and there autocast runs its float32-listed ops (softmax, log_softmax) in float32:
+# DINO's loss, called inside `torch.cuda.amp.autocast(fp16_scaler is not None)`, sums float32 terms.
+DINO_LOSS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DINOLoss(nn.Module):
+    def forward(self, student_output, teacher_output):
+        teacher_out = F.softmax(teacher_output, dim=-1).chunk(2)
+        student_out = STUDENT.chunk(4)
+        total_loss = 0
+        for q in teacher_out:
+            for v in range(4):
+                loss = torch.sum(-q * F.log_softmax(student_out[v], dim=-1), dim=-1)
+                total_loss += loss.mean()
+        return total_loss
+
+
+def train_one_epoch(student, teacher, loader, dino_loss, fp16_scaler):
+    for images in loader:
+        with torch.cuda.amp.autocast(fp16_scaler is not None):
+            loss = dino_loss(student(images), teacher(images))
+
+
+def main(args):
+    student = nn.Sequential(nn.Linear(8, 8)).cuda()
+    teacher = nn.Sequential(nn.Linear(8, 8)).cuda()
+    fp16_scaler = torch.cuda.amp.GradScaler() if args.use_fp16 else None
+    train_one_epoch(student, teacher, loader, DINOLoss().cuda(), fp16_scaler)
+'''
+# the same loss with softmax terms, under `torch.autocast(..., enabled=args.amp)`
+SOFTMAX_LOSS = (
+    DINO_LOSS.replace("STUDENT", "student_output")
+    .replace("torch.cuda.amp.autocast(fp16_scaler is not None)", 'torch.autocast("cuda", enabled=args.amp)')
+    .replace("loss = torch.sum(-q * F.log_softmax(student_out[v], dim=-1), dim=-1)",
+             "loss = (q * F.softmax(student_out[v], dim=-1)).sum(dim=-1)")
+)
+
+
+def test_a_float32_listed_op_under_a_flagged_autocast_is_float32_on_the_runs_its_input_is_low():
+    def found(text):
+        return [(c, line) for c, line, _ in _at(text, "main_dino.py", Confidence.MEDIUM) if c == "DTL505"]
+    assert found(DINO_LOSS.replace("STUDENT", "student_output")) == []
+    assert found(SOFTMAX_LOSS) == []
+    # twin: a tensor cast to float16 by hand stays float16 on the runs where the region is off
+    assert found(DINO_LOSS.replace("STUDENT", "student_output.half()")) == [("DTL505", 14)]
