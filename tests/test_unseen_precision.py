@@ -573,3 +573,26 @@ def test_a_float32_listed_op_under_a_flagged_autocast_is_float32_on_the_runs_its
     assert found(SOFTMAX_LOSS) == []
     # twin: a tensor cast to float16 by hand stays float16 on the runs where the region is off
     assert found(DINO_LOSS.replace("STUDENT", "student_output.half()")) == [("DTL505", 14)]
+
+
+# Cause 11: a model built on the meta device has no weights: `load_state_dict(..., assign=True)` is
+# how it is filled, in the checkpoint's dtype, which the analysis does not know (FLUX's loader
+# casts the empty model to bf16 and assigns its bf16 safetensors).
+META_LOAD = '''import torch
+from torch import nn
+
+with CONTEXT:
+    model = nn.Linear(4, 4).to(torch.bfloat16)
+sd = load_file(path)
+model.load_state_dict(sd, strict=False, assign=True)
+'''
+
+
+def test_assign_into_an_empty_meta_model_takes_the_checkpoints_dtype_silently():
+    def found(context):
+        return [(c, line) for c, line, _ in _at(META_LOAD.replace("CONTEXT", context), "util.py", Confidence.MEDIUM)
+                if c == "DTL602"]
+    assert found('torch.device("meta")') == []
+    assert found("init_empty_weights()") == []
+    # twin: a model with real weights, cast and then replaced by the checkpoint's tensors
+    assert found('torch.device("cuda")') == [("DTL602", 7)]
