@@ -596,3 +596,31 @@ def test_assign_into_an_empty_meta_model_takes_the_checkpoints_dtype_silently():
     assert found("init_empty_weights()") == []
     # twin: a model with real weights, cast and then replaced by the checkpoint's tensors
     assert found('torch.device("cuda")') == [("DTL602", 7)]
+
+
+# Cause 12: a bf16 model chosen only where the --fp16 flag is off never meets the fp16 Trainer's
+# scaler (QLoRA: `torch_dtype=(torch.float32 if args.fp16 else (torch.bfloat16 if args.bf16 ...))`).
+FP16_FLAG_CHOICE = '''import torch
+from transformers import AutoModelForCausalLM, HfArgumentParser, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+
+def train():
+    parser = HfArgumentParser((Seq2SeqTrainingArguments,))
+    training_args, = parser.parse_args_into_dataclasses()
+    args = training_args
+CHOICE
+    model = AutoModelForCausalLM.from_pretrained("m", torch_dtype=dtype)
+    Seq2SeqTrainer(model=model, args=training_args).train()
+'''
+
+
+def test_a_bf16_model_chosen_only_without_the_fp16_flag_is_not_scaled():
+    def found(choice):
+        return [c for c, _, _ in _at(FP16_FLAG_CHOICE.replace("CHOICE", choice), "qlora.py", Confidence.MEDIUM)
+                if c == "DTL301"]
+    assert found("    dtype = torch.float32 if args.fp16 else (torch.bfloat16 if args.bf16 else torch.float32)") == []
+    assert found("    dtype = torch.bfloat16 if not args.fp16 else torch.float32") == []
+    assert found("    if args.fp16:\n        dtype = torch.float32\n    else:\n        dtype = torch.bfloat16") == []
+    # twins: bf16 chosen on another flag, or always
+    assert found("    dtype = torch.float32 if args.bf16 else torch.bfloat16") == ["DTL301"]
+    assert found("    dtype = torch.bfloat16") == ["DTL301"]
