@@ -624,3 +624,41 @@ def test_a_bf16_model_chosen_only_without_the_fp16_flag_is_not_scaled():
     # twins: bf16 chosen on another flag, or always
     assert found("    dtype = torch.float32 if args.bf16 else torch.bfloat16") == ["DTL301"]
     assert found("    dtype = torch.bfloat16") == ["DTL301"]
+
+
+# Cause 13: CLIP's learned temperature, `nn.Parameter(torch.ones([]) * np.log(1 / 0.07))`, is one
+# number that training keeps near its start (clamped to log(100)); its exp is no overflow risk in
+# float16 the way activations are.
+LEARNED_SCALE = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Clip(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        INIT
+
+    def forward(self, x):
+        x = self.proj(x)
+        EXP
+        return scale * x
+
+
+model = Clip().cuda().half()
+model(torch.randn(2, 8, device="cuda").half())
+'''
+
+
+def test_the_exp_of_a_learned_scalar_is_not_an_overflow_risk_but_of_activations_it_is():
+    def found(init, exp):
+        text = LEARNED_SCALE.replace("INIT", init).replace("EXP", exp)
+        return [c for c, _, _ in _at(text, "clip.py", Confidence.MEDIUM) if c == "DTL503"]
+    clip = "self.logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))"
+    assert found(clip, "scale = self.logit_scale.exp()") == []
+    assert found("self.temperature = nn.Parameter(torch.tensor(0.07).log())",
+                 "logit_scale = self.temperature\n        scale = logit_scale.exp()") == []
+    # twins: the exp of the activations, and of a parameter as wide as the features
+    assert found(clip, "scale = x.exp()") == ["DTL503"]
+    assert found("self.logit_scale = nn.Parameter(torch.ones(8))", "scale = self.logit_scale.exp()") == ["DTL503"]
