@@ -1,6 +1,7 @@
 """Precision on real repositories the project never saw, against a file of read verdicts.
 
     python benchmarks/unseen_repos.py benchmarks/UNSEEN-TRIAGE-2.tsv MIRROR_ROOT [--out DIR] [--jobs N]
+    python benchmarks/unseen_repos.py benchmarks/UNSEEN-TRIAGE-3.tsv MIRROR_ROOT --repos benchmarks/unseen-repos-3.tsv
 
 MIRROR_ROOT holds one fetched git snapshot per repository (``<owner>+<name>/repo``, as the
 ``fetch`` tool brings them). Every repository of ``REPOS`` is exported at the commit the verdicts
@@ -10,6 +11,9 @@ every finding is matched to a verdict by (repo, file, line, code). Prints each f
 dtype-tracking rules that is FALSE or has no verdict yet, then one table row per rule: true,
 debatable, false, untriaged (the API-migration rules and DTL001 apart), and exits 1 when a
 repository reports an internal error.
+
+``--repos TSV`` (columns repo, commit) checks another set of repositories than ``REPOS``;
+``--save DIR`` writes each repository's findings to ``DIR/<owner>+<name>.json`` (to compare runs).
 """
 
 from __future__ import annotations
@@ -73,12 +77,17 @@ def main() -> int:
     parser.add_argument("mirror")
     parser.add_argument("--out", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "unseen-repos"))
     parser.add_argument("--jobs", default="2")
+    parser.add_argument("--repos", help="TSV of repo, commit (default: the 17 of UNSEEN-TRIAGE-2.tsv)")
+    parser.add_argument("--save", help="folder for each repository's findings as JSON")
     args = parser.parse_args()
+    repos = REPOS
+    if args.repos:
+        repos = {r["repo"]: r["commit"] for r in csv.DictReader(open(args.repos), delimiter="\t")}
     verdicts = {(r["repo"], r["file"], int(r["line"]), r["code"]): r["verdict"].upper()
                 for r in csv.DictReader(open(args.triage), delimiter="\t")}
     counts: dict[str, Counter] = defaultdict(Counter)
     failed = []
-    for repo, commit in sorted(REPOS.items()):
+    for repo, commit in sorted(repos.items()):
         dest = Path(args.out) / repo.replace("/", "+")
         if not dest.is_dir():
             dest.mkdir(parents=True)
@@ -87,6 +96,9 @@ def main() -> int:
                               "--jobs", args.jobs], cwd=dest, capture_output=True, text=True)
         if run.returncode not in (0, 1) or "Traceback" in run.stderr or "internal error" in run.stderr.lower():
             failed.append(f"{repo}: exit {run.returncode}: {run.stderr.strip()[-300:]}")
+        if args.save:
+            os.makedirs(args.save, exist_ok=True)
+            Path(args.save, repo.replace("/", "+") + ".json").write_text(run.stdout or "[]")
         for finding in json.loads(run.stdout or "[]"):
             key = (repo, os.path.normpath(finding["path"]), finding["line"], finding["code"])
             verdict = verdicts.get(key, "UNTRIAGED")

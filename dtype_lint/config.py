@@ -60,6 +60,11 @@ class Settings:
     # syntax than the running interpreter's is judged by libcst's grammar when the target allows
     # it (None: any), else reported as DTL001.
     target_version: str | None = None
+    # The torch versions the project's declarations admit, as the one admitting the newest spells
+    # them (">=1.10", "==2.1.0", "" when unbounded): users install the newest release allowed, so a
+    # premise that holds only on old torch (DTL203) asks this. Read with target_torch; None when
+    # target-torch is configured (then the configured torch is the one checked) or not declared.
+    torch_admits: str | None = None
     # Where each target set above came from: (key, "pyproject.toml [tool.dtype-lint]" or
     # "command line" or "requirements.txt:3 (torch>=2.1)"), for --show-settings.
     target_sources: tuple[tuple[str, str], ...] = ()

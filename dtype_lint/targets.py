@@ -15,6 +15,11 @@ run: ``python_requires=`` and every string literal that is a requirement of one 
 directory's declarations the lowest bound wins: the project supports the oldest version any of
 them admits. A declaration without a bound (``torch``) leaves the version unknown.
 
+The newest torch the declarations admit is read too (``torch_admits``): among the nearest
+directory's torch declarations, the one with the highest ceiling (``<2.3``, ``==2.1.0``; none:
+unbounded). A runtime premise that holds only on old torch (DTL203) asks it, since users install
+the newest release a project admits, not its floor.
+
 Configuration (``target-torch = "2.4"``) and command-line flags override what is read here.
 """
 
@@ -34,7 +39,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from dtype_lint.versions import lower_bound, release
+from dtype_lint.versions import ceiling, lower_bound, newest_of, release
 
 # Settings field -> the package whose lower bound fills it ("python": requires-python).
 TARGET_FIELDS = {
@@ -62,6 +67,8 @@ class Declared:
     path: str
     line: int
     text: str
+    # The specifier as written (">=2.1,<2.3"): what its ceiling is read from.
+    spec: str = ""
 
     @property
     def where(self) -> str:
@@ -87,7 +94,8 @@ def _requirement(text: str, path: str, line: int) -> Declared | None:
     package = _package(match.group("name"))
     if package is None:
         return None
-    return Declared(package, lower_bound(match.group("spec")), path, line, text)
+    spec = match.group("spec").strip()
+    return Declared(package, lower_bound(spec), path, line, text, spec)
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -149,7 +157,7 @@ def _read_pyproject(path: Path) -> list[Declared]:
         package = "python" if name == "python" else _package(name)
         if package is not None and isinstance(spec, str):
             found.append(Declared(package, lower_bound(spec), str(path), _line_of(text, f"{name} ="),
-                                  f"{name} = {spec!r}"))
+                                  f"{name} = {spec!r}", spec))
     return found
 
 
@@ -200,7 +208,7 @@ def _read_setup_py(path: Path) -> list[Declared]:
                                       f"python_requires={text!r}"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r"[<>=~]", node.value):
             declared = _requirement(node.value, str(path), node.lineno)
-            if declared is not None and declared.bound is not None:
+            if declared is not None and (declared.bound is not None or ceiling(declared.spec) is not None):
                 found.append(declared)
     return found
 
@@ -269,10 +277,14 @@ def declarations_in(directory: str) -> tuple[Declared, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """The oldest version of a package the project supports, and the declaration it came from."""
+    """The oldest version of a package the project supports, and the declaration it came from;
+    ``admits``: the specifier of the declaration that admits the newest version ("" when it sets
+    no bound), and ``admits_source`` where it is."""
 
     version: str | None
     source: str
+    admits: str = ""
+    admits_source: str = ""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -285,16 +297,23 @@ def project_targets(directory: str) -> dict[str, Target]:
         declared = declarations_in(current)
         for package in sorted({d.package for d in declared} - set(found)):
             mine = [d for d in declared if d.package == package]
+            newest = _admitting_the_newest(mine)
             bounded = [d for d in mine if d.bound is not None]
             if bounded:
                 lowest = min(bounded, key=lambda d: release(d.bound))
-                found[package] = Target(lowest.bound, lowest.where)
+                found[package] = Target(lowest.bound, lowest.where, newest.spec, newest.where)
             else:
-                found[package] = Target(None, f"{mine[0].where}, no lower bound")
+                found[package] = Target(None, f"{mine[0].where}, no lower bound", newest.spec, newest.where)
         parent = os.path.dirname(current)
         if parent == current or len(found) == len(_PACKAGES):
             return found
         current = parent
+
+
+def _admitting_the_newest(declared: list[Declared]) -> Declared:
+    """The declaration whose ceiling is highest: the first without one, if any has none."""
+    highest = newest_of([ceiling(d.spec) for d in declared])
+    return next(d for d in declared if ceiling(d.spec) == highest)
 
 
 def with_project_targets(settings, directory: str):
@@ -310,6 +329,9 @@ def with_project_targets(settings, directory: str):
             continue
         changes[field] = target.version
         sources.append((key, target.source))
+        if package == "torch":  # read, not configured: users run the newest torch it admits
+            changes["torch_admits"] = target.admits
+            sources.append(("torch-admits", target.admits_source))
     if not changes and len(sources) == len(settings.target_sources):
         return settings
     return dataclasses.replace(settings, target_sources=tuple(sorted(sources)), **changes)

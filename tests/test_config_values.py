@@ -130,8 +130,9 @@ def test_data_files_are_discovered_but_never_checked_as_python(tmp_path):
     assert discover([str(tmp_path / "config.toml")], Settings()) == []
 
 
-# DTL203 speaks to projects that support torch < 2.3 (issue 21): these projects declare 2.1.
-OLD_TORCH = "torch>=2.1\n"
+# DTL203 speaks to projects whose users run torch < 2.3 (issue 21): these projects admit only
+# 2.1 and 2.2 (a floor alone would let users install a torch that emulates bf16).
+OLD_TORCH = "torch>=2.1,<2.3\n"
 
 
 def test_cli_reads_the_config_files_of_the_checked_folder(tmp_path):

@@ -302,9 +302,9 @@ def test_not_reached_needs_gpu_stop_after_steps_and_module_form(tmp_path):
     package = tmp_path / "app"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    # A project that still supports torch < 2.3, where DTL203's bf16 refusal is real, and has
+    # A project whose users run torch < 2.3, where DTL203's bf16 refusal is real, and that has
     # torch.amp.autocast (2.0), DTL201's replacement (issue 21).
-    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
+    (tmp_path / "requirements.txt").write_text("torch>=2.1,<2.3\n")
     _write(
         package,
         "train.py",

@@ -4,8 +4,9 @@
 codes are reported on that line; the set of (code, line) must match exactly. Fixtures are checked
 at the default settings (min-confidence medium), as a user would run the tool. A fixture that
 stands for a project with declared versions says so in a comment, ``# fixture-settings:
-target-torch = "2.1"`` (as if its project's requirements declared ``torch>=2.1``): the rules whose
-advice depends on the project's versions (DTL203, DTL701) read them (issue 21).
+target-torch = "2.1"`` (as if configured: DTL701 reads it as the oldest torch the project
+supports, DTL203 as the torch that runs): the rules whose advice depends on the project's versions
+read them (issue 21).
 """
 
 import re

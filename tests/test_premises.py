@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 import types
 import warnings
@@ -14,6 +15,7 @@ import warnings
 import pytest
 import torch
 
+from conftest import run_cli
 from dtype_lint.config import Settings
 from dtype_lint.engine import check_text
 from dtype_lint.rules.deprecated_api import DEPRECATED as AMP_DEPRECATED
@@ -230,6 +232,27 @@ def test_dtl203_reports_only_projects_that_support_torch_before_2_3(target, repo
     assert bool(findings) is reported
     if findings:
         assert "float32" in findings[0].message and "fp16 + GradScaler" not in findings[0].message
+
+
+@pytest.mark.parametrize("requirement,flag,reported", [
+    ("torch>=1.13", None, False),  # users install the newest torch, which emulates bf16
+    ("torch", None, False),
+    ("torch>=1.13,<2.3", None, True),  # every torch it admits refuses bf16 on a pre-Ampere GPU
+    ("torch==2.1.2", None, True),
+    ("torch~=2.2.0", None, True),
+    ("torch>=1.13,<2.4", None, False),
+    ("torch>=1.13", "2.1", True),  # the configured torch is the one checked
+    ("torch==2.1.2", "2.4", False),
+])
+def test_dtl203_asks_the_newest_torch_the_project_admits_not_its_floor(tmp_path, requirement, flag, reported):
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    (tmp_path / "train.py").write_text(BF16_AUTOCAST)
+    flags = ("--target-torch", flag) if flag else ()
+    result = run_cli("check", "--no-cache", "--select", "DTL203", "--format", "json", *flags, "train.py", cwd=tmp_path)
+    findings = json.loads(result.stdout)
+    assert [f["line"] for f in findings] == ([2] if reported else []), result.stderr
+    if reported and flag is None:
+        assert f"this project admits only torch `{requirement[5:]}`" in findings[0]["message"]
 
 
 def test_dtl203_leaves_fp8_training_alone_it_runs_only_on_gpus_with_bf16():

@@ -14,7 +14,7 @@ from conftest import run_cli
 from dtype_lint.config import Settings, settings_from_table
 from dtype_lint.errors import UsageError
 from dtype_lint.targets import declarations_in, project_targets, with_project_targets
-from dtype_lint.versions import lower_bound
+from dtype_lint.versions import ceiling, lower_bound, only_before
 
 
 def _write(root, files: dict[str, str]):
@@ -38,6 +38,52 @@ def _versions(directory) -> dict[str, str | None]:
 ])
 def test_lower_bound_of_a_specifier(specifier, bound):
     assert lower_bound(specifier) == bound
+
+
+@pytest.mark.parametrize("specifier,newest,before_2_3", [
+    ("<2.3", ((2, 3), False), True), ("<=2.2.2", ((2, 2, 2), True), True), ("==2.1.0", ((2, 1, 0), True), True),
+    ("==2.1.*", ((2, 2), False), True), ("~=2.1.0", ((2, 2), False), True), ("~=2.1", ((3,), False), False),
+    ("^2.1", ((3,), False), False), ("~2.1", ((2, 2), False), True), ("2.1", ((2, 1), True), True),
+    (">=1.10", None, False), ("!=2.2", None, False), ("", None, False), (">=1.10, <2.3", ((2, 3), False), True),
+    ("<2.4, ==2.1.*", ((2, 2), False), True), ("<=2.3", ((2, 3), True), False), ("<2.3.1", ((2, 3, 1), False), False),
+    ("==2.3.0", ((2, 3, 0), True), False),
+])
+def test_ceiling_of_a_specifier_and_whether_it_admits_only_older_releases(specifier, newest, before_2_3):
+    assert ceiling(specifier) == newest
+    assert only_before(specifier, (2, 3)) is before_2_3
+
+
+def _admits(directory) -> str | None:
+    return with_project_targets(Settings(), str(directory)).torch_admits
+
+
+def test_the_torch_a_project_admits_is_read_beside_its_floor(tmp_path):
+    """DTL203 asks the newest torch users can install: a floor admits every newer release."""
+    _write(tmp_path, {
+        "floor/requirements.txt": "torch>=1.13\n",
+        "pinned/requirements.txt": "torch==2.1.0\n",
+        "capped/pyproject.toml": '[project]\ndependencies = ["torch>=1.13,<2.3"]\n',
+        # the newest any declaration of the directory admits: setup.py's floor leaves it open
+        "mixed/setup.py": 'from setuptools import setup\nsetup(install_requires=["torch>=1.10"])\n',
+        "mixed/requirements.txt": "torch==2.1.2\n",
+        "both_capped/requirements.txt": "torch<2.2\n",
+        "both_capped/requirements-dev.txt": "torch==2.2.1\n",
+        "conda/environment.yml": "dependencies:\n  - pytorch=1.12.1=py3.8_cuda11.3_0\n",
+        "bare/requirements.txt": "torch\n",
+        "setup_cap/setup.py": 'from setuptools import setup\nsetup(install_requires=["torch<2.3"])\n',
+    })
+    assert _admits(tmp_path / "floor") == ">=1.13"
+    assert _admits(tmp_path / "pinned") == "==2.1.0"
+    assert _admits(tmp_path / "capped") == ">=1.13,<2.3"
+    assert _admits(tmp_path / "mixed") == ">=1.10"
+    assert _admits(tmp_path / "both_capped") == "==2.2.1"
+    assert _admits(tmp_path / "conda") == "==1.12.1"
+    assert _admits(tmp_path / "bare") == ""
+    assert _admits(tmp_path / "setup_cap") == "<2.3"
+    assert _admits(tmp_path) is None  # nothing declared
+    # a configured target-torch is the torch checked: nothing is read beside it
+    configured = settings_from_table({"target-torch": "2.1"}, str(tmp_path / "pyproject.toml"), str(tmp_path))
+    assert with_project_targets(configured, str(tmp_path / "floor")).torch_admits is None
 
 
 def test_pyproject_dependencies_extras_and_requires_python(tmp_path):
@@ -136,6 +182,7 @@ def test_show_settings_names_each_target_and_where_it_came_from(tmp_path):
     assert 'target-version = "3.9"  # from pyproject.toml:2 (requires-python = \'>=3.9\')' in shown
     assert any(line.startswith("# target-transformers: not set (pyproject.toml:3") for line in shown), shown
     assert "# target-peft: not set (no lower bound declared)" in shown
+    assert '# torch-admits: ">=2.1.0" (from requirements.txt:1 (torch>=2.1.0))' in shown
     flagged = run_cli("check", "--show-settings", "--target-torch", "2.4", "a.py", cwd=tmp_path).stdout
     assert 'target-torch = "2.4"  # from command line' in flagged
 

@@ -425,3 +425,240 @@ def newer_side():
 def test_code_after_a_new_torch_early_return_is_a_fallback():
     # After `if <new torch>: return`, only an old torch gets there; after `if <old torch>: return`, a new one.
     assert _at(EARLY_RETURN) == [("DTL201", 13, Confidence.HIGH)]
+
+
+# Cause 8: a test's precision set-up is its subject. fairseq's EMA tests train a `.half()` model
+# with SGD and keep a float16 EMA to check the fp16 mode; litgpt's SDPA tests set a float16
+# default dtype to check the flash kernel is chosen; diffusers' training tests run an fp16
+# autocast step without a scaler. The same lines in a training script are the defects.
+HALF_TRAINING_TEST = '''import torch
+from copy import deepcopy
+
+
+class DummyModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(32, 2)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def test_ema_fp16():
+    model = DummyModule().cuda().half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    ema = deepcopy(model)
+    loss = model(torch.randn(32, device="cuda").half()).sum()
+    loss.backward()
+    optimizer.step()
+    for e, p in zip(ema.parameters(), model.parameters()):
+        e.data.mul_(0.999).add_(p.data, alpha=0.001)
+'''
+DEFAULT_DTYPE_TEST = '''import torch
+
+
+def test_sdpa_choice(config):
+    torch.set_default_dtype(torch.float16)
+    model = build(config)
+    model(torch.randint(0, 10, (2, 16)))
+'''
+FP16_AUTOCAST_TEST = '''import torch
+
+model = torch.nn.Linear(4, 4).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(torch.randn(2, 4, device="cuda")).sum()
+    loss.backward()
+    optimizer.step()
+'''
+# A mismatch in a test is a test that crashes, not a set-up: still reported, one level lower.
+MISMATCH_TEST = '''import torch
+
+
+def test_forward():
+    model = torch.nn.Linear(4, 4).half()
+    model(torch.randn(2, 4))
+'''
+
+
+def _codes(text: str, path: str) -> list[str]:
+    return sorted({code for code, _, _ in _at(text, path, Confidence.MEDIUM)})
+
+
+def test_a_precision_set_up_in_a_test_file_is_what_the_test_exercises():
+    for source, codes in ((HALF_TRAINING_TEST, {"DTL401"}), (DEFAULT_DTYPE_TEST, {"DTL702"}),
+                          (FP16_AUTOCAST_TEST, {"DTL208"})):
+        assert codes <= set(_codes(source, "train.py")), source  # the defect, in a script
+        for path in ("tests/test_ema.py", "test_model.py", "pkg/tests/gpu/test_ema_gpu.py",
+                     "tests/models/testing_utils/training.py"):
+            assert not codes & set(_codes(source, path)), path
+
+
+def test_a_mismatch_in_a_test_file_is_still_reported_one_level_lower():
+    assert _at(MISMATCH_TEST, "train.py") == [("DTL101", 6, Confidence.HIGH)]
+    assert _at(MISMATCH_TEST, "tests/test_linear.py") == [("DTL101", 6, Confidence.MEDIUM)]
+
+
+# Cause 9: a cast chosen on the parameter's own dtype keeps it (OpenNMT's validation swaps the
+# moving average in with `avg.half() if param.dtype == torch.float16 else avg`).
+OWN_DTYPE_CAST = '''import torch
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loss.backward()
+for avg, param in zip(averages, model.parameters()):
+    BODY
+'''
+
+
+def test_a_cast_to_the_dtype_the_parameter_is_tested_to_have_keeps_it():
+    def found(body):
+        return [(c, line) for c, line, _ in _at(OWN_DTYPE_CAST.replace("BODY", body), "train.py", Confidence.MEDIUM)
+                if c == "DTL402"]
+    assert found("param.data = avg.data.half() if param.dtype == torch.float16 else avg.data") == []
+    assert found("param.data = avg.data.bfloat16() if param.dtype is torch.bfloat16 else avg.data") == []
+    assert found("if param.dtype == torch.float16:\n        param.data = avg.data.half()") == []
+    # twins: the test names another dtype, the cast is in the other branch, or there is no test
+    assert found("param.data = avg.data.half() if param.dtype == torch.bfloat16 else avg.data") == [("DTL402", 6)]
+    assert found("if param.dtype == torch.float16:\n        pass\n    else:\n        param.data = avg.data.half()") == [
+        ("DTL402", 9)]
+    assert found("param.data = avg.data.half()") == [("DTL402", 6)]
+
+
+# Cause 10: under `autocast(enabled=flag)` a tensor the region made is low only on runs where the
+# region is on, and there autocast runs its float32-listed ops (softmax, log_softmax) in float32:
+# DINO's loss, called inside `torch.cuda.amp.autocast(fp16_scaler is not None)`, sums float32 terms.
+DINO_LOSS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DINOLoss(nn.Module):
+    def forward(self, student_output, teacher_output):
+        teacher_out = F.softmax(teacher_output, dim=-1).chunk(2)
+        student_out = STUDENT.chunk(4)
+        total_loss = 0
+        for q in teacher_out:
+            for v in range(4):
+                loss = torch.sum(-q * F.log_softmax(student_out[v], dim=-1), dim=-1)
+                total_loss += loss.mean()
+        return total_loss
+
+
+def train_one_epoch(student, teacher, loader, dino_loss, fp16_scaler):
+    for images in loader:
+        with torch.cuda.amp.autocast(fp16_scaler is not None):
+            loss = dino_loss(student(images), teacher(images))
+
+
+def main(args):
+    student = nn.Sequential(nn.Linear(8, 8)).cuda()
+    teacher = nn.Sequential(nn.Linear(8, 8)).cuda()
+    fp16_scaler = torch.cuda.amp.GradScaler() if args.use_fp16 else None
+    train_one_epoch(student, teacher, loader, DINOLoss().cuda(), fp16_scaler)
+'''
+# the same loss with softmax terms, under `torch.autocast(..., enabled=args.amp)`
+SOFTMAX_LOSS = (
+    DINO_LOSS.replace("STUDENT", "student_output")
+    .replace("torch.cuda.amp.autocast(fp16_scaler is not None)", 'torch.autocast("cuda", enabled=args.amp)')
+    .replace("loss = torch.sum(-q * F.log_softmax(student_out[v], dim=-1), dim=-1)",
+             "loss = (q * F.softmax(student_out[v], dim=-1)).sum(dim=-1)")
+)
+
+
+def test_a_float32_listed_op_under_a_flagged_autocast_is_float32_on_the_runs_its_input_is_low():
+    def found(text):
+        return [(c, line) for c, line, _ in _at(text, "main_dino.py", Confidence.MEDIUM) if c == "DTL505"]
+    assert found(DINO_LOSS.replace("STUDENT", "student_output")) == []
+    assert found(SOFTMAX_LOSS) == []
+    # twin: a tensor cast to float16 by hand stays float16 on the runs where the region is off
+    assert found(DINO_LOSS.replace("STUDENT", "student_output.half()")) == [("DTL505", 14)]
+
+
+# Cause 11: a model built on the meta device has no weights: `load_state_dict(..., assign=True)` is
+# how it is filled, in the checkpoint's dtype, which the analysis does not know (FLUX's loader
+# casts the empty model to bf16 and assigns its bf16 safetensors).
+META_LOAD = '''import torch
+from torch import nn
+
+with CONTEXT:
+    model = nn.Linear(4, 4).to(torch.bfloat16)
+sd = load_file(path)
+model.load_state_dict(sd, strict=False, assign=True)
+'''
+
+
+def test_assign_into_an_empty_meta_model_takes_the_checkpoints_dtype_silently():
+    def found(context):
+        return [(c, line) for c, line, _ in _at(META_LOAD.replace("CONTEXT", context), "util.py", Confidence.MEDIUM)
+                if c == "DTL602"]
+    assert found('torch.device("meta")') == []
+    assert found("init_empty_weights()") == []
+    # twin: a model with real weights, cast and then replaced by the checkpoint's tensors
+    assert found('torch.device("cuda")') == [("DTL602", 7)]
+
+
+# Cause 12: a bf16 model chosen only where the --fp16 flag is off never meets the fp16 Trainer's
+# scaler (QLoRA: `torch_dtype=(torch.float32 if args.fp16 else (torch.bfloat16 if args.bf16 ...))`).
+FP16_FLAG_CHOICE = '''import torch
+from transformers import AutoModelForCausalLM, HfArgumentParser, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+
+def train():
+    parser = HfArgumentParser((Seq2SeqTrainingArguments,))
+    training_args, = parser.parse_args_into_dataclasses()
+    args = training_args
+CHOICE
+    model = AutoModelForCausalLM.from_pretrained("m", torch_dtype=dtype)
+    Seq2SeqTrainer(model=model, args=training_args).train()
+'''
+
+
+def test_a_bf16_model_chosen_only_without_the_fp16_flag_is_not_scaled():
+    def found(choice):
+        return [c for c, _, _ in _at(FP16_FLAG_CHOICE.replace("CHOICE", choice), "qlora.py", Confidence.MEDIUM)
+                if c == "DTL301"]
+    assert found("    dtype = torch.float32 if args.fp16 else (torch.bfloat16 if args.bf16 else torch.float32)") == []
+    assert found("    dtype = torch.bfloat16 if not args.fp16 else torch.float32") == []
+    assert found("    if args.fp16:\n        dtype = torch.float32\n    else:\n        dtype = torch.bfloat16") == []
+    # twins: bf16 chosen on another flag, or always
+    assert found("    dtype = torch.float32 if args.bf16 else torch.bfloat16") == ["DTL301"]
+    assert found("    dtype = torch.bfloat16") == ["DTL301"]
+
+
+# Cause 13: CLIP's learned temperature, `nn.Parameter(torch.ones([]) * np.log(1 / 0.07))`, is one
+# number that training keeps near its start (clamped to log(100)); its exp is no overflow risk in
+# float16 the way activations are.
+LEARNED_SCALE = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Clip(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        INIT
+
+    def forward(self, x):
+        x = self.proj(x)
+        EXP
+        return scale * x
+
+
+model = Clip().cuda().half()
+model(torch.randn(2, 8, device="cuda").half())
+'''
+
+
+def test_the_exp_of_a_learned_scalar_is_not_an_overflow_risk_but_of_activations_it_is():
+    def found(init, exp):
+        text = LEARNED_SCALE.replace("INIT", init).replace("EXP", exp)
+        return [c for c, _, _ in _at(text, "clip.py", Confidence.MEDIUM) if c == "DTL503"]
+    clip = "self.logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))"
+    assert found(clip, "scale = self.logit_scale.exp()") == []
+    assert found("self.temperature = nn.Parameter(torch.tensor(0.07).log())",
+                 "logit_scale = self.temperature\n        scale = logit_scale.exp()") == []
+    # twins: the exp of the activations, and of a parameter as wide as the features
+    assert found(clip, "scale = x.exp()") == ["DTL503"]
+    assert found("self.logit_scale = nn.Parameter(torch.ones(8))", "scale = self.logit_scale.exp()") == ["DTL503"]

@@ -83,6 +83,10 @@ def show_settings(paths: list[str], settings, out: TextIO) -> None:
         key, value = field.name.replace("_", "-"), getattr(settings, field.name)
         # Targets say where they came from: the configuration, the command line or a declaration.
         source = sources.get(key)
+        if key == "torch-admits":  # read from the declarations, never configured
+            if value is not None:
+                out.write(f"# torch-admits: {json.dumps(value or 'any')} (from {source})\n")
+            continue
         if value is None:
             why = f" ({source})" if source else (" (no lower bound declared)" if key.startswith("target-") else "")
             out.write(f"# {key}: not set{why}\n")

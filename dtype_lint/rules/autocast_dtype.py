@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts import config_values
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
-from dtype_lint.facts.deliberate import is_test_file, requires_bf16_hardware
+from dtype_lint.facts.deliberate import requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.safe_context import loss_upcasts_inputs
 from dtype_lint.facts.training import (
@@ -29,7 +29,7 @@ from dtype_lint.facts.training import (
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
-from dtype_lint.versions import at_least
+from dtype_lint.versions import at_least, only_before
 
 # What torch.autocast accepts as device_type (torch 2.13: "Expected one of cpu, cuda, ... device").
 AUTOCAST_DEVICES = (
@@ -225,8 +225,25 @@ TRAINER_FAILS = "bf16 training is refused (`is_bf16_supported()` is False there)
 # frameworks' bf16 checks accept it, and bf16 runs (slowly). Before, the check was
 # ``major >= 8`` alone: on torch 2.2.2 a V100 answers False (pytorch/pytorch#124996).
 BF16_EMULATED = (2, 3)
-# The examples' project supports torch 2.1 (Lightning's floor), where the failure is real.
+# The examples' project is checked for torch 2.1 (``--target-torch 2.1``), where the failure is real.
 OLD_TORCH = (("target_torch", "2.1"),)
+# A project whose declarations admit only torch < 2.3 (``torch>=1.13,<2.3``), and one that admits
+# the newest (``torch>=1.13``): its users install a torch that emulates bf16.
+PINNED_OLD_TORCH = (("target_torch", "1.13"), ("torch_admits", ">=1.13,<2.3"))
+FLOOR_ONLY_TORCH = (("target_torch", "1.13"), ("torch_admits", ">=1.13"))
+
+
+def old_torch_clause(settings) -> str | None:
+    """How the project runs a torch older than 2.3, or None when its users run a newer one: a
+    configured ``target-torch`` is the torch checked; one read from the declarations is only the
+    floor, and users install the newest release the declarations admit."""
+    if settings.torch_admits is not None:
+        if only_before(settings.torch_admits, BF16_EMULATED):
+            return f"this project admits only torch `{settings.torch_admits}`"
+        return None
+    if at_least(settings.target_torch, BF16_EMULATED) is False:
+        return f"the target torch is {settings.target_torch}"
+    return None
 
 
 class Bf16Unchecked(Rule):
@@ -251,10 +268,15 @@ class Bf16Unchecked(Rule):
     `dtype=` is a variable bound once to bf16 (`amp_dtype = torch.bfloat16`, nanoGPT's
     `dtype = 'bfloat16'`) is reported at that line, the one to change, once for all its autocasts.
 
-    Reported only for a project that supports a torch older than 2.3 (`target-torch`, read from
-    its dependencies): there the failure is real. From torch 2.3 on, `is_bf16_supported()` counts
-    emulated bf16, nothing raises on a pre-Ampere GPU and bf16 runs, only slowly; a project on a
-    newer or an undeclared torch gets no finding.
+    Reported only where the torch that runs is older than 2.3: a configured `target-torch`
+    (`--target-torch 2.1`, `target-torch = "2.1"`), or, read from the project's dependencies, an
+    upper bound or pin that admits no newer torch (`torch==2.1.0`, `torch>=1.13,<2.3`,
+    `torch~=2.1.0`, conda's `pytorch=1.12.1`). A floor alone (`torch>=1.10`) is not enough: users
+    install the newest torch a project admits, and from torch 2.3 on `is_bf16_supported()` counts
+    emulated bf16, nothing raises on a pre-Ampere GPU and bf16 runs, only slowly. (On unseen
+    repositories every finding made from a floor alone was false: accelerate's and peft's bf16
+    examples declare `torch>=2.0`/`>=1.13` and run on any GPU with today's torch.) A project on an
+    undeclared torch gets no finding either.
 
     ## Why is this bad?
     CUDA autocast raises "Current CUDA Device does not support bfloat16. Please switch dtype to
@@ -317,6 +339,8 @@ class Bf16Unchecked(Rule):
             targets=OLD_TORCH,
         ),
         Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n", targets=OLD_TORCH),
+        Invalid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n",
+                targets=PINNED_OLD_TORCH),
         Invalid(
             "import lightning as L\ndef setup(precision=None, tpu=False):\n    if precision is None:\n"
             "        precision = '32-true' if tpu else 'bf16-mixed'\n    return L.Fabric(precision=precision)\n",
@@ -325,8 +349,9 @@ class Bf16Unchecked(Rule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        if at_least(self.ctx.settings.target_torch, BF16_EMULATED) is not False:
-            return  # torch >= 2.3 (or undeclared): bf16 is accepted on every CUDA GPU, emulated if need be
+        old_torch = old_torch_clause(self.ctx.settings)
+        if old_torch is None:
+            return  # torch >= 2.3 runs (or is admitted): bf16 is accepted on every CUDA GPU, emulated if need be
         facts = training_facts(self.ctx)
         if facts.bf16_guarded or facts.uses_xla or self._needs_fp8_hardware():
             return
@@ -341,12 +366,10 @@ class Bf16Unchecked(Rule):
             reported.add(id(anchor))
             if requires_bf16_hardware(self.ctx, anchor):
                 continue  # ``@RunIf(bf16_cuda=True)``: the decorator is the capability check
-            if is_test_file(self.ctx.path):
-                continue  # test suites run on hardware their CI chose: the missing check is no user's bug
             self.report(
                 anchor,
                 f"{what} but this file never checks `torch.cuda.is_bf16_supported()`: on a pre-Ampere GPU"
-                f" with torch < 2.3 (this project supports torch {self.ctx.settings.target_torch}) {consequence};"
+                f" with torch < 2.3 ({old_torch}) {consequence};"
                 " check it and fall back to float32 (not float16, which a bf16-pretrained model can overflow),"
                 " or require torch >= 2.3",
                 confidence=confidence,

@@ -19,7 +19,6 @@ from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
 from dtype_lint.findings import Confidence
 from dtype_lint.project.checkpoints import CheckpointOrigin
-from dtype_lint.facts.deliberate import is_test_file
 from dtype_lint.rules.base import Invalid, Rule
 
 # Methods that run a model (besides calling it): inference entry points of HF, YOLO, GLM, whisper...
@@ -175,8 +174,6 @@ class Fp16OnCpu(Rule):
                 continue
             if self._gpu_only_scope(call):
                 continue
-            if is_test_file(self.ctx.path):
-                confidence = Confidence.LOW  # a test suite runs on the hardware its CI chose
             reported.add(cast)
             origin = module.origin_of(FP16)
             how = "is cast to float16 here"

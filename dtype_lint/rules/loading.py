@@ -8,7 +8,9 @@ import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import assigned_name, call_name, is_true, keyword, positional, receiver, training_facts
+from dtype_lint.facts.training import (
+    assigned_name, call_name, is_true, keyword, positional, receiver, string_value, training_facts,
+)
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.project.checkpoints import CheckpointOrigin
@@ -256,6 +258,10 @@ class CkptDtypeLoad(Rule):
     parameter of a module that is not of that dtype: `layer.weight.data = state[k]`,
     `layer.weight = nn.Parameter(state[k])` (medium: the load is matched to the save by its keys,
     never by path; a save filtered with `if "lora_" in k` matches keys whose text holds `lora_`).
+    A model cast inside `with torch.device("meta"):` or `init_empty_weights()` is not reported: it
+    has no weights yet, `assign=True` is how it is filled, and its dtype is then the checkpoint's,
+    which the analysis cannot see (FLUX's loader casts the empty model to the dtype its bf16
+    checkpoints have).
 
     ## Why is this bad?
     `load_state_dict` copies values into the existing parameters, casting them to the module's
@@ -365,6 +371,8 @@ class CkptDtypeLoad(Rule):
         if not is_true(keyword(node, "assign")):
             return
         low = [dtype for dtype in ("fp16", "bf16") if value.may_be(dtype)]
+        if all(self._on_meta_device(value.origin_of(dtype)) for dtype in low):
+            return  # an empty model: `assign=True` is how it is filled, in the checkpoint's (unknown) dtype
         self.report(
             node,
             f"`{self.ctx.code_for(owner)}` is {value.describe()} {value.since(low[0])}; `assign=True` replaces its"
@@ -372,6 +380,26 @@ class CkptDtypeLoad(Rule):
             " checkpoints) and low-precision inputs no longer match; load first, then cast",
             confidence=Confidence.MEDIUM if value.certain else Confidence.LOW,
         )
+
+
+    def _on_meta_device(self, origin) -> bool:
+        """The cast ran inside ``with torch.device("meta"):`` (or accelerate's ``init_empty_weights()``):
+        the module has no weights yet, and its dtype after ``load_state_dict(..., assign=True)`` is the
+        checkpoint's, which a static analysis does not know (FLUX's loader, bf16 safetensors)."""
+        current = self.ctx.parent(origin.node) if origin is not None and origin.node is not None else None
+        while current is not None:
+            if isinstance(current, cst.With):
+                for item in current.items:
+                    call = item.item
+                    if not isinstance(call, cst.Call):
+                        continue
+                    if self.ctx.names.matches(call.func, "torch.device") and call.args \
+                            and string_value(call.args[0].value) == "meta":
+                        return True
+                    if call_name(call) == "init_empty_weights":
+                        return True
+            current = self.ctx.parent(current)
+        return False
 
 
 NUMPY_CONVERTERS = ("numpy.asarray", "numpy.array", "numpy.asanyarray")

@@ -79,6 +79,8 @@ class LowpSensitiveOp(Rule):
     that choice was made, and the cast model may also run in float32 first (a reference pass),
     which leaves the op's own finding at low confidence. Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
+    the exp of a learned scalar (CLIP's `self.logit_scale = nn.Parameter(torch.ones([]) *
+    np.log(1 / 0.07))`: one temperature that training keeps near its start, clamped to log(100)),
     powers below 2 and
     powers of probabilities (`(1 - pt) ** gamma`) are not flagged. `softmax` is flagged only
     when its scores may hold `-inf`: an additive mask filled with `finfo.min` or `-inf` added
@@ -162,7 +164,7 @@ class LowpSensitiveOp(Rule):
             exponent = argument(node, "exponent", 0 if shape.receiver is not None else 1)
             if exponent is None or not self._big_exponent(exponent.value):
                 return
-        if shape.name in ("exp", "expm1") and _is_max_shifted(self.ctx, tensor):
+        if shape.name in ("exp", "expm1") and (_is_max_shifted(self.ctx, tensor) or _is_learned_scalar(self.ctx, tensor)):
             return
         if shape.name == "pow" and _is_bounded(self.ctx, tensor):
             return
@@ -428,6 +430,34 @@ def _is_max_shifted(ctx, tensor: cst.BaseExpression) -> bool:
             # log-probabilities are <= 0: exp of them is a probability
             text = ctx.code_for(candidate.func)
             if any(word in text for word in ("log_softmax", "logsigmoid", "log_sigmoid")):
+                return True
+    return False
+
+
+# A scalar-shaped factory: ``torch.ones([])``, ``torch.zeros(())``, ``torch.ones(1)``, ``torch.tensor(2.65)``.
+_SCALAR_FACTORY = re.compile(
+    r"torch\.(ones|zeros|full|empty)\(\s*(\[\s*\]|\(\s*\)|\[\s*1\s*\]|1\s*[,)])|torch\.tensor\(\s*[^\[\s]"
+)
+
+
+def _is_learned_scalar(ctx, tensor: cst.BaseExpression) -> bool:
+    """``self.logit_scale`` built as ``nn.Parameter(torch.ones([]) * np.log(1 / 0.07))``: a learned
+    temperature or scale, one number that training keeps near its start (CLIP clamps it to
+    log(100)), not activations that grow with the data; its exp overflows float16 only above 11.09."""
+    for candidate in _definitions(ctx, tensor):
+        if not (isinstance(candidate, cst.Attribute) and isinstance(candidate.value, cst.Name)
+                and candidate.value.value == "self"):
+            continue
+        cls = ctx.enclosing(candidate, cst.ClassDef)
+        if cls is None:
+            continue
+        for node in walk(cls, into_definitions=True):
+            if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call)):
+                continue
+            target = node.targets[0].target
+            if (isinstance(target, cst.Attribute) and ctx.code_for(target) == f"self.{candidate.attr.value}"
+                    and ctx.names.matches(node.value.func, "torch.nn.Parameter") and node.value.args
+                    and _SCALAR_FACTORY.search(ctx.code_for(node.value.args[0].value))):
                 return True
     return False
 

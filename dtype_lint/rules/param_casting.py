@@ -17,6 +17,7 @@ import libcst as cst
 from dtype_lint.facts import branch_conditions, numerics, pipelines
 from dtype_lint.facts.devices import argparse_default
 from dtype_lint.facts.numerics import number
+from dtype_lint.facts.amp import dtype_literal
 from dtype_lint.facts.dtypes import BF16, FP16, LONG_NAMES, LOW, Cast, OptimizerInfo
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
@@ -288,6 +289,8 @@ class ParamDtypeAssign(Rule):
         value = flow.value_of(node.value)
         if param is None or param.role != "param" or value is None or not value.dtypes or not value.dtypes <= LOW:
             return
+        if self._keeps_own_dtype(node, target.value, value.dtypes):
+            return  # cast to the dtype the parameter is tested to have: its dtype does not change
         guarded = self._dtype_guard(node)
         what = "gradient" if target.attr.value == "grad" else "parameter"
         layer = _layer_of(target.value)
@@ -344,6 +347,32 @@ class ParamDtypeAssign(Rule):
             f"`.parameters()`) is {before}: {consequence}. Keep trainable parameters in float32 and use autocast",
             confidence=confidence,
         )
+
+    def _keeps_own_dtype(self, node: cst.Assign, param: cst.BaseExpression, dtypes: frozenset) -> bool:
+        """The low value is chosen only where ``param`` already has that dtype: OpenNMT's
+        ``p.data = avg.half() if p.dtype == torch.float16 else avg`` (the cast is the branch under the
+        test), or the same test in an enclosing ``if`` around the assignment."""
+        if isinstance(node.value, cst.IfExp) and self._tests_dtype_is(node.value.test, param, dtypes):
+            return True
+        child, current = node, self.ctx.parent(node)
+        while current is not None and not isinstance(current, (cst.For, cst.FunctionDef)):
+            if isinstance(current, cst.If) and child is current.body and self._tests_dtype_is(current.test, param, dtypes):
+                return True
+            child, current = current, self.ctx.parent(current)
+        return False
+
+    def _tests_dtype_is(self, test: cst.BaseExpression, param: cst.BaseExpression, dtypes: frozenset) -> bool:
+        """``param.dtype == D`` (or ``is``) with D the one low dtype of ``dtypes``."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, (cst.Equal, cst.Is))):
+            return False
+        left, right = test.left, test.comparisons[0].comparator
+        for side, other in ((left, right), (right, left)):
+            if (isinstance(side, cst.Attribute) and side.attr.value == "dtype"
+                    and self.ctx.code_for(side.value) == self.ctx.code_for(param)):
+                literal = dtype_literal(self.ctx.names, other)
+                return literal is not None and {LONG_NAMES[d] for d in dtypes} == {literal}
+        return False
 
     def _dtype_guard(self, node: cst.CSTNode) -> bool:
         current = self.ctx.parent(node)

@@ -264,6 +264,8 @@ class ScalerWithBf16(Rule):
             if source.effect.conditional and source.setting is None:
                 # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
                 origin = value.origin_of("bf16")
+                if origin is not None and self._only_without_fp16_flag(origin.node):
+                    continue  # bf16 only where --fp16 is off: never trained with the fp16 scaler
                 anchor = origin.node if origin is not None else call
             self.report(
                 anchor,
@@ -273,6 +275,24 @@ class ScalerWithBf16(Rule):
                 " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
                 confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
             )
+
+    def _only_without_fp16_flag(self, node: cst.CSTNode | None) -> bool:
+        """``node`` (where bf16 is chosen) sits in the else of a test of the fp16 flag itself:
+        QLoRA's ``torch_dtype=(torch.float32 if args.fp16 else (torch.bfloat16 if args.bf16 ...))``."""
+        def names_fp16(test: cst.BaseExpression) -> bool:
+            return (dotted_name(test) or "").split(".")[-1] == "fp16"
+
+        child, current = node, self.ctx.parent(node) if node is not None else None
+        while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+            if isinstance(current, (cst.IfExp, cst.If)):
+                test = current.test
+                if child is current.orelse and names_fp16(test):
+                    return True  # ``... if args.fp16 else <bf16>``
+                negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                if child is current.body and negated and names_fp16(test.expression):
+                    return True  # ``<bf16> if not args.fp16 else ...``
+            child, current = current, self.ctx.parent(current)
+        return False
 
     def _driving_source(self, call: cst.Call, framework, scaling, found):
         """The fp16-with-scaler source that drives ``call``: the ``args=`` of a HF Trainer or the

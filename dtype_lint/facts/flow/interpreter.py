@@ -2026,8 +2026,14 @@ class Interpreter:
             floats_or_unknown = all(set(choice) <= FLOATS for choice in operands.choices[:1])
             if policy == "lower" and floats_or_unknown:
                 return self._autocast_result(frame, certain=True, node=node)  # float inputs or unknown ones
-            if policy == "fp32" and operands.choices and floats_or_unknown and frame.autocast[-1].enabled is True:
-                return make(TENSOR, (FP32,), self.origin(node))  # autocast runs it in float32
+            if policy == "fp32" and operands.choices and floats_or_unknown:
+                if frame.autocast[-1].enabled is True:
+                    return make(TENSOR, (FP32,), self.origin(node))  # autocast runs it in float32
+                first = operands.values[0] if operands.values else None
+                if frame.autocast[-1].enabled is None and first is not None and first.autocast in (FP16, BF16):
+                    # ``autocast(enabled=flag)``: the operand is low only on runs where the region is
+                    # on, and there autocast runs the op in float32 (DINO's loss under use_fp16)
+                    return make(TENSOR, (FP32,), self.origin(node))
         dtype_argument = None
         if _arg(node, "dtype") is not None:
             dtype_argument = self._dtype_argument(node)[0]
