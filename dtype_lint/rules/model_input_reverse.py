@@ -161,36 +161,9 @@ class Fp32ModelLowpInput(Rule):
                 f"{dtype_phrase(value)} and no autocast region is active: the call fails with a dtype mismatch "
                 "(mat1 and mat2 must have the same dtype); cast the input to float32, or cast both, or use autocast"
             )
-            cast = self._input_cast(value, low, node)
-            if cast is not None:
-                # the input was cast to the low dtype in this function, above the call: that cast is
-                # the line to change (mobile-yolov5-pruning-distillation#29: ``img = img.half() if half
-                # else img.float()`` before ``model(img)``)
-                self.report(cast, message.replace("the call fails", f"the call at line {self.ctx.position(node).start.line}"
-                                                  " fails", 1), confidence=confidence)
-                return
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast the input to float32")
             self.report(arg.value, message, confidence=confidence, fix=fix)
             return
-
-    def _input_cast(self, value: Value, low: str, call: cst.Call) -> cst.Call | None:
-        """The explicit tensor cast (``x.half()``, ``x.to(torch.float16)``) that gave the input its
-        low dtype, when it is a statement of the same function before the call (not the call's own
-        argument)."""
-        origin = value.origin_of(low)
-        node = getattr(origin, "node", None)
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value in ("half", "bfloat16", "to", "type")):
-            return None
-        receiver = self.ctx.flow.value_of(node.func.value)
-        if receiver is None or receiver.kind != "tensor":
-            return None
-        scope = self.ctx.enclosing(call, cst.FunctionDef)
-        if scope is None or self.ctx.enclosing(node, cst.FunctionDef) is not scope:
-            return None
-        call_line = self.ctx.position(call).start.line
-        cast_line = self.ctx.position(node).start.line
-        return node if cast_line < call_line else None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # A module upcast in place only when its dtype tests float16, its input cast only there:
