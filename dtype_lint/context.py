@@ -132,6 +132,13 @@ class FileContext:
             current = self.parent(current)
         return current
 
+    def is_within(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """``node`` lies inside ``ancestor``."""
+        current = self.parent(node)
+        while current is not None and current is not ancestor:
+            current = self.parent(current)
+        return current is not None
+
     def enclosing_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current: cst.CSTNode | None = node
         while current is not None and not isinstance(

@@ -17,7 +17,7 @@ from dtype_lint.facts.flow.lowp_evidence import EvidenceOrigin, FollowsOrigin
 from dtype_lint.facts.flow.values import FP32, FP64, LOW, TENSOR, Value
 
 # Calls whose result has the dtype they are given: a combined result cast afterwards is chosen.
-_CASTS = frozenset({"to", "type", "half", "float", "bfloat16", "double", "type_as"})
+_DTYPE_SETTING_CALLS = frozenset({"to", "type", "half", "float", "bfloat16", "double", "type_as"})
 
 
 def followed_low(ctx, expr: cst.BaseExpression) -> tuple[Value, EvidenceOrigin] | None:
@@ -66,7 +66,7 @@ def cast_afterwards(ctx, node: cst.CSTNode) -> bool:
     statement = ctx.enclosing_statement(node)
     current, parent = node, ctx.parent(node)
     while parent is not None and parent is not statement:
-        if isinstance(parent, cst.Attribute) and parent.value is current and parent.attr.value in _CASTS:
+        if isinstance(parent, cst.Attribute) and parent.value is current and parent.attr.value in _DTYPE_SETTING_CALLS:
             return True
         if isinstance(parent, cst.AugAssign) and parent.value is current:
             return True  # ``acc += x * w``: written into ``acc``, in its dtype
@@ -82,7 +82,7 @@ def cast_afterwards(ctx, node: cst.CSTNode) -> bool:
         return False
     after = ctx.source_order(statement)
     for candidate in ctx.all_nodes:
-        if (isinstance(candidate, cst.Attribute) and candidate.attr.value in _CASTS
+        if (isinstance(candidate, cst.Attribute) and candidate.attr.value in _DTYPE_SETTING_CALLS
                 and isinstance(candidate.value, cst.Name) and candidate.value.value in names
                 and ctx.source_order(candidate) > after and ctx.enclosing(candidate, cst.FunctionDef) is function):
             return True

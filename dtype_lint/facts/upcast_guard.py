@@ -31,8 +31,8 @@ def guard_before(ctx: "FileContext", op: cst.Call, tensor: cst.BaseExpression) -
     facts = lowp_evidence.facts_of(function, lambda node: dtype_constant(ctx.names, node))
     line = ctx.position(op).start.line
     found = None
-    for node in lowp_evidence._own_nodes(function.body):
-        if not isinstance(node, cst.If) or ctx.position(node).start.line >= line or _inside(ctx, op, node):
+    for node in lowp_evidence.own_nodes(function.body):
+        if not isinstance(node, cst.If) or ctx.position(node).start.line >= line or ctx.is_within(op, node):
             continue
         upcast = _upcast_names(node.body) & names
         if not upcast:
@@ -48,7 +48,7 @@ def _upcast_names(block: cst.BaseSuite) -> set[str]:
     found = set()
     for statement in getattr(block, "body", ()):
         for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and lowp_evidence._upcast(small.value):
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and lowp_evidence.is_upcast(small.value):
                 receiver = small.value.func.value.value
                 if any(isinstance(t.target, cst.Name) and t.target.value == receiver for t in small.targets):
                     found.add(receiver)
@@ -64,11 +64,3 @@ def _names(node: cst.CSTNode):
     for child in node.children:
         yield from _names(child)
 
-
-def _inside(ctx: "FileContext", node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-    current = ctx.parent(node)
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = ctx.parent(current)
-    return False

@@ -51,9 +51,6 @@ class Fp32ModelLowpInput(Rule):
     the rest (`self.wte.to(torch.bfloat16)` in an `init_weights()` the program calls, or
     `model.encoder.half()` in another file) and `self.head` is float32; a model one of whose
     parts was cast is not judged at its own call (the input may be meant for that part).
-    When the input got its low dtype from an explicit cast a few statements above, in the same
-    function (`img = img.half() if half else img.float()` then `model(img)`), the finding is at
-    that cast: it is the line to change.
 
     A model cast to float32 explicitly on one path (`vae.to(device, dtype=torch.float32)`,
     `.float()`, often only in one branch of an `if`) and called (`vae(x)`, `vae.encode(x)`,

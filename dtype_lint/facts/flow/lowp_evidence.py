@@ -103,7 +103,7 @@ class FunctionDtypeFacts:
         statements, index = self.blocks.get(id(statement), ((), 0))
         for earlier in reversed(statements[:index]):
             if not isinstance(earlier, cst.SimpleStatementLine):
-                if any(True for node in _own_nodes(earlier) if isinstance(node, cst.Name) and node.value == name):
+                if any(True for node in own_nodes(earlier) if isinstance(node, cst.Name) and node.value == name):
                     return None  # a branch or loop may set it
                 continue
             for small in earlier.body:
@@ -115,7 +115,7 @@ class FunctionDtypeFacts:
 
 
 def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts:
-    nodes = list(_own_nodes(function.body))
+    nodes = list(own_nodes(function.body))
     order = {id(node): index for index, node in enumerate(nodes)}
     assigned: dict[str, list] = {}  # name -> the expressions assigned to it, but constants
     constant: set[str] = set()  # names also assigned ``None`` / ``False`` / ``True``
@@ -288,7 +288,7 @@ def _dtype_of(node: cst.BaseExpression) -> str | None:
 def _cast_backs(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNode]]:
     """(tensor, the alias's assignment) for ``orig = x.dtype`` where the function upcasts ``x``
     (``x.float()``, ``x.to(torch.float32)``) and casts something back to ``orig``."""
-    upcast = {node.func.value.value for node in nodes if isinstance(node, cst.Call) and _upcast(node)}
+    upcast = {node.func.value.value for node in nodes if isinstance(node, cst.Call) and is_upcast(node)}
     cast_back = set()
     for node in nodes:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CAST_BACK:
@@ -316,7 +316,7 @@ def _cast_backs(nodes: list, aliases: dict) -> Iterator[tuple[str, cst.CSTNode]]
                     yield tensor, node
 
 
-def _upcast(call: cst.Call) -> bool:
+def is_upcast(call: cst.Call) -> bool:
     """``x.float()`` / ``x.double()`` / ``x.to(torch.float32)`` on a plain name (spelled, not resolved:
     the evidence is what the author wrote)."""
     func = call.func
@@ -345,13 +345,13 @@ def _bindings(nodes: list, name: str) -> Iterator[cst.Name]:
             yield node.target
 
 
-def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under ``node`` in source order, without nested functions, classes and lambdas."""
     for child in node.children:
         if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         yield child
-        yield from _own_nodes(child)
+        yield from own_nodes(child)
 
 
 class EvidenceOrigin(Origin):
