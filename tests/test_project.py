@@ -1040,7 +1040,7 @@ def test_recheck_runs_only_the_rules_whose_findings_it_can_keep(monkeypatch):
 
 
 def test_recheck_rules_follow_what_the_file_is_told():
-    from dtype_lint.project.seeding import FileWorlds
+    from dtype_lint.facts.flow.seeding import FileWorlds
 
     assert recheck.rules_that_count(FileWorlds(classes={}, returned={}, values={"f": ()})) == recheck.VALUE_RULES
     assert recheck.rules_that_count(FileWorlds(classes={}, returned={}, config={"py:cfg.fp16": []})) is None

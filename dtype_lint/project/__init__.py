@@ -6,6 +6,10 @@ astnames.py      dotted names in CPython's ``ast`` (shared by the two above)
 results.py       one file's flow -> what each of its functions returns (the summary's ``results``)
 worlds.py        the summaries joined: imports resolved, each class's precision worlds
 config_files.py  configuration files a program names (a DeepSpeed JSON), read by the join
-seeding.py       how a world (or another file's function result) enters a file's flow (``ctx.worlds``)
 recheck.py       the pass in the pipeline: files re-checked under their worlds, findings added
+
+What the pass hands each file's flow is defined on the facts side, which never imports this
+package: facts/flow/seeding.py (how a world or another file's function result enters the flow,
+``ctx.worlds``) and facts/flow/checkpoint_loads.py (what a ``torch.load`` of a project's
+low-precision save gives).
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import BF16, DTYPE, FP16, FP32, FP64, INT, LONG_NAMES, TENSOR, Value
+from dtype_lint.facts.flow.values import BF16, DTYPE, FP16, FP32, FP64, INT, TENSOR, Value
 from dtype_lint.facts.names import dotted_name
 
 RISKY_FLOATS = frozenset({FP16, BF16, FP64})
@@ -107,8 +107,3 @@ def _argument(ctx, value: Value | None, narrow_int) -> dict | None:
     return described
 
 
-def describe_dtypes(dtypes, integer: str | None = None) -> str:
-    """``float16`` / ``bfloat16 or float16`` / ``uint8``."""
-    if integer:
-        return integer
-    return " or ".join(LONG_NAMES.get(d, d) for d in sorted(dtypes))

@@ -17,7 +17,7 @@ visits the handing-on calls once.
 
 from __future__ import annotations
 
-from dtype_lint.project.seeding import RISKY, CallContext
+from dtype_lint.facts.flow.seeding import RISKY, CallContext
 from dtype_lint.project.worlds import Project
 
 MAX_CONTEXTS = 3  # distinct contexts a function is checked under (each one more check of its file)

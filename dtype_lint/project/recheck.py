@@ -2,7 +2,7 @@
 
 After every file has been checked on its own (each report carrying its summary), the summaries
 are joined (``worlds.py``); each file that defines a class some other unit casts to low precision
-is checked once more with those worlds seeded into its dtype flow (``seeding.py``). What that
+is checked once more with those worlds seeded into its dtype flow (facts/flow/seeding.py). What that
 second check finds beyond the first, from the rules that judge numerics and dtype mismatches,
 and inside a class that has a world, is added to the file's report, its message naming the world.
 A world a framework trains in (Lightning's "16-true": no float32 master weights) also brings the
@@ -26,14 +26,15 @@ import posixpath
 import re
 
 from dtype_lint.facts.config_values import Setting
+from dtype_lint.facts.flow import checkpoint_loads
+from dtype_lint.facts.flow.seeding import (
+    RETURNED_BY, AutocastWorld, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld, relative,
+)
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
 from dtype_lint.project.contexts import call_contexts
 from dtype_lint.project.helpers import project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
-from dtype_lint.project.seeding import (
-    RETURNED_BY, AutocastWorld, ClassWorld, FileWorlds, PartWorld, ReturnedResult, ReturnedWorld,
-)
 from dtype_lint.project.worlds import Entered, Project, Returned, ReturnedValue, World
 from dtype_lint.unused_noqa import CODE as UNUSED_NOQA
 
@@ -180,7 +181,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
         base = posixpath.dirname(report.path)
         loads = None
         if saves and report.summary and checkpoints.loads_checkpoints(report.summary):
-            loads = checkpoints.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
+            loads = checkpoint_loads.CheckpointWorld(tuple((saved, saved.describe(base)) for saved in saves))
         handed = helpers.get(report.path, {})
         settings_read = config.get(report.path, {})
         passed = parameters.get(report.path, {})
@@ -247,14 +248,11 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
 
 
 def _returned_result(value: ReturnedValue, base: str) -> ReturnedResult:
-    where = _relative_path(value.path, base)
-    caller = f"{_relative_path(value.caller, base)}:{value.line}" if value.caller else ""
+    where = relative(value.path, base)
+    caller = f"{relative(value.caller, base)}:{value.line}" if value.caller else ""
     return ReturnedResult(function=value.function, where=where, result=value.result, caller=caller)
 
 
-def _relative_path(path: str, base: str) -> str:
-    relative = posixpath.relpath(path, base) if base else path
-    return relative if not relative.startswith("..") else path
 
 
 def _variants(file_worlds: FileWorlds, called: dict[str, list]) -> list[FileWorlds]:
@@ -463,10 +461,7 @@ def _in_world(finding: Finding, file_worlds: FileWorlds, ranges: dict, settings,
 def _relative(where: str, base: str) -> str:
     """``configs/a.yaml:3`` relative to the directory of the file that reads it."""
     path, _, line = where.rpartition(":")
-    if base:
-        relative = posixpath.relpath(path, base)
-        path = relative if not relative.startswith("..") else path
-    return f"{path}:{line}"
+    return f"{relative(path, base)}:{line}"
 
 
 def _settings_read(config: dict, lines: list[str], finding: Finding) -> str:

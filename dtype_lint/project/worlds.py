@@ -26,6 +26,8 @@ import dataclasses
 import json
 import posixpath
 
+from dtype_lint.facts.flow.seeding import relative
+
 MAX_RESOLVE_DEPTH = 4
 
 
@@ -71,12 +73,6 @@ class World:
                 self.setting or "", self.trains, self.methods, self.autocast)
 
 
-def relative(path: str, base: str = "") -> str:
-    """``path`` relative to the directory ``base`` when inside it, else as given."""
-    if base:
-        inside = posixpath.relpath(path, base)
-        return inside if not inside.startswith("..") else path
-    return path
 @dataclasses.dataclass(frozen=True)
 class Entered:
     """A class (or function) runs under the autocast region ``world``: its methods ``entries``

@@ -18,7 +18,7 @@ from dtype_lint.facts.flow.values import FP16, Value
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, training_facts, walk
 from dtype_lint.findings import Confidence
-from dtype_lint.project.checkpoints import CheckpointOrigin
+from dtype_lint.facts.flow.checkpoint_loads import CheckpointOrigin
 from dtype_lint.rules.base import Invalid, Rule
 
 # Methods that run a model (besides calling it): inference entry points of HF, YOLO, GLM, whisper...

@@ -27,7 +27,7 @@ def narrow_int(ctx, value: Value | None) -> str | None:
     if value is None or value.kind != "tensor" or value.dtype != INT:
         return None
     origin = value.origin_of(INT)
-    integer = getattr(origin, "integer", None)  # passed by a caller in another file (project/seeding.py)
+    integer = getattr(origin, "integer", None)  # passed by a caller in another file (facts/flow/seeding.py)
     if integer:
         return integer if integer in NARROW_INTS else None
     node = origin.node if origin is not None else None

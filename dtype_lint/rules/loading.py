@@ -13,7 +13,7 @@ from dtype_lint.facts.training import (
 )
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
-from dtype_lint.project.checkpoints import CheckpointOrigin
+from dtype_lint.facts.flow.checkpoint_loads import CheckpointOrigin
 from dtype_lint.rules.base import Invalid, Rule
 
 # transformers renamed ``torch_dtype=`` to ``dtype=`` in this release (huggingface/transformers#39782).

@@ -26,7 +26,7 @@ from dtype_lint.facts.training import (
     walk,
 )
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
-from dtype_lint.project.seeding import WorldOrigin
+from dtype_lint.facts.flow.seeding import WorldOrigin
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
 

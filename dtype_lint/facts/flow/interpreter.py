@@ -17,21 +17,21 @@ import libcst as cst
 
 from dtype_lint.facts import amp, config_values, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
+from dtype_lint.facts.flow import checkpoint_loads as checkpoints
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow import lowp_evidence
 from dtype_lint.facts.flow import op_results
+from dtype_lint.facts.flow.seeding import (
+    WorldOrigin, activation, argument_value, built_value, context_value, part_value, result_value, returned_value,
+    world_tensor_parameter, world_values,
+)
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
     EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.project import checkpoints
-from dtype_lint.project.seeding import (
-    WorldOrigin, activation, argument_value, built_value, context_value, part_value, result_value, returned_value,
-    world_tensor_parameter, world_values,
-)
 from dtype_lint.facts.training import child_nodes, walk
 
 MAX_DEPTH = 4  # nested calls of local functions interpreted with their arguments
@@ -1161,7 +1161,7 @@ class Interpreter:
         return built_value(built, node, self.origin, called) if built is not None else None
 
     def _loaded_checkpoint(self, qualified, node: cst.Call):
-        """``torch.load(...)`` when the project saves low-precision checkpoints (project/checkpoints.py)."""
+        """``torch.load(...)`` when the project saves low-precision checkpoints (facts/flow/checkpoint_loads.py)."""
         worlds = getattr(self.ctx, "worlds", None)
         world = getattr(worlds, "checkpoints", None)
         if world is None or not any(name in checkpoints.LOADERS for name in qualified):

@@ -46,7 +46,7 @@ class Origin:
     """Where a dtype came from: a node of the file, its line and short source text (lazy)."""
 
     __slots__ = ("node", "_resolve", "_cache")
-    numpy = False  # a dtype that came from a NumPy array in another file (project/seeding.py)
+    numpy = False  # a dtype that came from a NumPy array in another file (facts/flow/seeding.py)
     # A dtype set on one part of a model (``model.backbone.half()``, a layer built with
     # ``dtype=torch.float16`` inside a float32 model): it meets the rest inside ``forward``.
     part = False
@@ -286,3 +286,10 @@ def promote(a: Value, b: Value) -> tuple[frozenset, bool]:
     """The dtypes of ``a <op> b`` for two tensor values, and whether it is partial."""
     dtypes = frozenset(promote_pair(x, y) for x in a.dtypes for y in b.dtypes)
     return dtypes, a.partial or b.partial
+
+
+def describe_dtypes(dtypes, integer: str | None = None) -> str:
+    """``float16`` / ``bfloat16 or float16`` / ``uint8``."""
+    if integer:
+        return integer
+    return " or ".join(LONG_NAMES.get(d, d) for d in sorted(dtypes))

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import posixpath
 import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.values import DTYPE, LONG_NAMES, MODULE, TENSOR, TUPLE, Origin, Value, join, make
+from dtype_lint.facts.flow.values import (
+    DTYPE, LONG_NAMES, MODULE, TENSOR, TUPLE, Origin, Value, describe_dtypes, join, make,
+)
 
 # Parameters that hold integers, booleans or sizes, not activations (by name or annotation).
 NOT_ACTIVATIONS = re.compile(
@@ -126,14 +129,10 @@ class CallContext:
             and not (self.autocast and self.autocast_conditional)
 
     def where(self, base: str = "") -> str:
-        from dtype_lint.project.worlds import relative
-
         return f"{relative(self.path, base)}:{self.line}"
 
     def describe(self, function: str, base: str = "") -> str:
         """``calls `ssim` with float16 `img1` from evaluate.py:12``-style words, as a sentence."""
-        from dtype_lint.project.call_sites import describe_dtypes
-
         given = [f"{describe_dtypes(dtypes, integer)} `{name}`" if kind == "tensor" else
                  f"`{name}` {' or '.join('torch.' + LONG_NAMES[d] for d in sorted(dtypes))}"
                  for name, dtypes, _, integer, kind in self.args if set(dtypes) & RISKY or integer]
@@ -156,7 +155,7 @@ class FileWorlds:
     returned: dict  # called dotted name -> ReturnedWorld
     # class name -> constructor keyword -> ClassWorld: the low dtype callers construct it with
     arguments: dict = dataclasses.field(default_factory=dict)
-    # the project's low-precision checkpoints, for this file's ``torch.load`` calls (checkpoints.py)
+    # the project's low-precision checkpoints, for this file's ``torch.load`` calls (checkpoint_loads.py)
     checkpoints: object = None
     # called dotted name -> helpers of other files that cast the module they are given (helpers.py)
     helpers: dict = dataclasses.field(default_factory=dict)
@@ -357,3 +356,11 @@ def world_tensor_parameter(param: cst.Param) -> bool:
         if spelled in NOT_TENSOR_ANNOTATIONS:
             return False
     return not NOT_ACTIVATIONS.search(param.name.value.lower())
+
+
+def relative(path: str, base: str = "") -> str:
+    """``path`` relative to the directory ``base`` when inside it, else as given."""
+    if base:
+        inside = posixpath.relpath(path, base)
+        return inside if not inside.startswith("..") else path
+    return path
