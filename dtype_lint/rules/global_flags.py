@@ -404,7 +404,8 @@ class AnomalyModeLeftOn(Rule):
     name = "anomaly-mode-left-on"
     summary = "Autograd anomaly detection left on for training"
     queries = (
-        "the call's dotted name and literal flag, the enclosing functions and conditions, read from the syntax (facts/names.py, facts/amp.py); no dtype",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "whether the switch is given a literal `True` (facts/amp.py); the enclosing functions, loops and `if` guards are read from the syntax; no dtype flow",
     )
     # ``set_detect_anomaly`` / ``detect_anomaly`` (names, or Lightning's keyword argument).
     triggers = ("detect_anomaly",)

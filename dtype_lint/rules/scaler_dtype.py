@@ -949,8 +949,9 @@ class ScalerWithoutLowp(Rule):
     name = "scaler-without-lowp"
     summary = "GradScaler in a loop with no low precision"
     queries = (
-        "the GradScaler protocol of the file: enabled scalers that scale a loss (facts/scaler.py)",
-        "whether anything in the file runs in low precision: autocast, casts, dtypes, precision settings (facts/training.py, facts/amp.py, facts/config_values.py)",
+        "the GradScaler constructions of the file (facts/training.py) and whether one scales a loss (facts/scaler.py)",
+        "whether a scaler is enabled: a literal, or a config setting true in every config file (facts/amp.py, facts/config_values.py)",
+        "whether any name or string of the file hints at low precision (autocast, half, fp16, amp...), read from the syntax by the rule itself (rules/scaler_dtype.py `mentions_low_precision`); no dtype flow",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
     )
     # A GradScaler construction, and either ``<scaler>.scale(loss).backward()`` or an autocast
