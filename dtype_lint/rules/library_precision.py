@@ -234,7 +234,7 @@ class LowpEma(Rule):
     name = "lowp-ema"
     summary = "EMA of a float16/bfloat16 model: updates round to zero"
     queries = (
-        "the dtype flow: the dtype of the model or parameters an EMA is built over, and of the dtype it is moved with (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the dtype flow: the dtype of the model or parameters an EMA is built over, and the dtype it is moved with (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "the assignments that built the EMA object (facts/training.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
     )
