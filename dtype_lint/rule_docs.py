@@ -12,6 +12,7 @@ Importing this module imports no rule: the URL is needed on paths that render fi
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 HOMEPAGE = "https://github.com/dtype-lint/dtype-lint"
@@ -22,6 +23,10 @@ GENERATED_NOTE = (
     "and rerun the script, not this file. -->"
 )
 INDEX_NAME = "README.md"
+QUERIES_HEADING = "## What it asks the analysis"
+WHY_HEADING = "## Why is this bad?"
+# A module path under dtype_lint/ as a rule's ``queries`` name it: ``facts/flow/interpreter.py``.
+MODULE_PATH = re.compile(r"\b((?:[a-z_]+/)*[a-z_]+\.py)\b")
 
 FIX_WORDS = {
     None: "none",
@@ -41,8 +46,34 @@ def _source_link(rule) -> str:
     return f"[`{path}`](../../{path})"
 
 
+def query_modules(query: str) -> list[str]:
+    """The module paths (relative to dtype_lint/) one of a rule's ``queries`` names."""
+    return MODULE_PATH.findall(query)
+
+
+def explanation(rule, *, links: bool = False) -> str:
+    """The rule's docstring with a section on what it asks the analysis (its ``queries``) after
+    "Why is this bad?"; ``links``: each module path links to its file (from docs/rules/)."""
+    doc = rule.doc()
+    if not rule.queries:
+        return doc
+
+    def item(query: str) -> str:
+        if links:
+            return MODULE_PATH.sub(lambda m: f"[`{m.group(1)}`](../../dtype_lint/{m.group(1)})", query)
+        return MODULE_PATH.sub(lambda m: f"`{m.group(1)}`", query)
+
+    section = QUERIES_HEADING + "\n\n" + "\n".join(f"- {item(query)}" for query in rule.queries)
+    why = doc.find(WHY_HEADING)
+    after_why = re.compile(r"^## ", flags=re.M).search(doc, why + len(WHY_HEADING)) if why >= 0 else None
+    if after_why is None:
+        return f"{doc}\n\n{section}"
+    return f"{doc[:after_why.start()].rstrip()}\n\n{section}\n\n{doc[after_why.start():]}"
+
+
 def rule_page(rule) -> str:
-    """A rule's page: its code, name and summary, its fix, where it lives, then its docstring."""
+    """A rule's page: its code, name and summary, its fix, where it lives, then its docstring
+    with what it asks the analysis."""
     safety = rule.fix_safety.value if rule.fix_safety else None
     return (
         f"{GENERATED_NOTE}\n\n"
@@ -50,7 +81,7 @@ def rule_page(rule) -> str:
         f"{rule.summary}.\n\n"
         f"- Fix: {FIX_WORDS[safety]}\n"
         f"- Source: {_source_link(rule)} (its `valid` / `invalid` examples run as tests)\n\n"
-        f"{rule.doc()}\n"
+        f"{explanation(rule, links=True)}\n"
     )
 
 

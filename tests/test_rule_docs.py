@@ -16,7 +16,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 import jsonschema
 
-from dtype_lint.rule_docs import HOMEPAGE, rule_url
+from dtype_lint.rule_docs import HOMEPAGE, QUERIES_HEADING, explanation, query_modules, rule_url
 from dtype_lint.rules import all_rules
 from tests.conftest import ROOT, run_cli
 
@@ -54,11 +54,34 @@ def test_each_rule_url_is_its_page_on_the_main_branch_of_the_homepage():
     for rule in all_rules():
         assert rule_url(rule.code) == f"{homepage}/blob/main/docs/rules/{rule.code}.md"
         page = (RULE_DOCS / f"{rule.code}.md").read_text(encoding="utf-8")
-        assert f"# {rule.code}: {rule.name}\n" in page and rule.doc() in page
+        assert f"# {rule.code}: {rule.name}\n" in page and explanation(rule, links=True) in page
     index = (RULE_DOCS / "README.md").read_text(encoding="utf-8")
     assert [line.split("](")[0][3:] for line in index.splitlines() if line.startswith("| [DTL")] == [
         rule.code for rule in all_rules()
     ]
+
+
+def test_each_rule_names_the_facts_it_asks_and_the_modules_that_compute_them():
+    assert query_modules("the dtype flow (facts/dtypes.py, computed by facts/flow/interpreter.py)") == [
+        "facts/dtypes.py", "facts/flow/interpreter.py"]
+    for rule in all_rules():
+        assert rule.queries, f"{rule.code} does not say which facts of the analysis it asks (`queries`)"
+        for query in rule.queries:
+            modules = query_modules(query)
+            assert modules, f"{rule.code}: {query!r} names no module under dtype_lint/"
+            missing = [module for module in modules if not (ROOT / "dtype_lint" / module).is_file()]
+            assert not missing, f"{rule.code}: {query!r} names {missing}, not modules under dtype_lint/"
+        page = (RULE_DOCS / f"{rule.code}.md").read_text(encoding="utf-8")
+        assert page.index("## Why is this bad?") < page.index(QUERIES_HEADING) < page.index("## Example"), rule.code
+
+
+def test_rule_command_prints_what_the_rule_asks_the_analysis():
+    text = run_cli("rule", "DTL509")
+    assert text.returncode == 0, text.stderr
+    assert f"{QUERIES_HEADING}\n\n- which ops have no float16/bfloat16 kernel" in text.stdout
+    assert "`facts/op_support.py`" in text.stdout
+    listed = json.loads(run_cli("rule", "--all", "--format", "json").stdout)
+    assert [entry["queries"] for entry in listed] == [list(rule.queries) for rule in all_rules()]
 
 
 def test_rule_command_prints_the_page_and_the_url():

@@ -8,7 +8,7 @@ import json
 import sys
 
 from dtype_lint.errors import UsageError
-from dtype_lint.rule_docs import rule_page, rule_url
+from dtype_lint.rule_docs import explanation, rule_page, rule_url
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,8 @@ def describe(rule) -> dict:
         "name": rule.name,
         "summary": rule.summary,
         "fix": rule.fix_safety.value if rule.fix_safety else None,
-        "explanation": rule.doc(),
+        "explanation": explanation(rule),
+        "queries": list(rule.queries),
         "url": rule_url(rule.code),
     }
 
@@ -54,5 +55,5 @@ def run(args: argparse.Namespace) -> int:
             print()
         print(f"# {rule.name} ({rule.code})\n")
         print(f"{rule.summary}.\n")
-        print(rule.doc())
+        print(explanation(rule))
     return 0

@@ -63,6 +63,10 @@ class TrainForwardOutsideAutocast(Rule):
     code = "DTL211"
     name = "train-forward-outside-autocast"
     summary = "Training forward runs outside autocast while evaluation runs the same model inside it"
+    queries = (
+        "the file's training functions, scalers and autocast `with` blocks, including contexts its own functions return (facts/training.py)",
+        "the dtype flow: the model a call runs and the enabled autocast region around it (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     triggers = (exact_word("autocast"),)
     valid = (
         "import torch\ndef train_step(model, x):\n    with torch.autocast('cuda'):\n        return model(x).mean()\n"
@@ -185,6 +189,11 @@ class AutocastCacheNoGrad(Rule):
     code = "DTL212"
     name = "autocast-cache-no-grad"
     summary = "Module run under no_grad inside autocast, then with grad in the same region"
+    queries = (
+        "the autocast `with` blocks of the file (facts/training.py, facts/amp.py)",
+        "the dtype flow: which module a call runs (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = (exact_word("autocast"),)
     required_triggers = ((exact_word("no_grad"), exact_word("inference_mode")),)
     valid = (

@@ -85,6 +85,10 @@ class AutocastDeviceMismatch(Rule):
     code = "DTL202"
     name = "autocast-device-mismatch"
     summary = "Autocast for a device the tensors are not on"
+    queries = (
+        "the autocast's `device_type`, and the devices the file's `torch.device`/`.to()` calls name, followed through assignments (facts/training.py, facts/amp.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # A ``torch.autocast`` / ``torch.amp.autocast`` call: its last name part is the word "autocast".
     triggers = (exact_word("autocast"),)
     valid = (
@@ -308,6 +312,13 @@ class Bf16Unchecked(Rule):
     code = "DTL203"
     name = "bf16-unchecked"
     summary = "bfloat16 on GPU without a capability check"
+    queries = (
+        "the file's bfloat16 settings (autocast dtypes, `TrainingArguments`/`Accelerator`/Lightning precision, followed through assignments) and whether it checks bf16 support or runs on XLA (facts/training.py, facts/amp.py)",
+        "the values of settings read from config files and objects (facts/config_values.py)",
+        "whether a decorator runs the code only where bf16 is supported (facts/deliberate.py)",
+        "the oldest torch the project supports (`target-torch`, config.py, read from its dependency declarations by targets.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # bf16: ``bf16=True`` / ``"bf16"`` / ``"bf16-mixed"`` (a word starting with "bf16") or a
     # ``bfloat16`` dtype literal; and the site: ``*Arguments``/``*Config``, ``Accelerator``,
     # ``Trainer``/``Fabric`` or an autocast call. Only Lightning's precision
@@ -522,6 +533,12 @@ class LossOutsideAutocast(Rule):
     code = "DTL205"
     name = "loss-outside-autocast"
     summary = "Loss computed on autocast outputs outside the autocast region"
+    queries = (
+        "the autocast `with` blocks of a function and the calls right after them (facts/training.py, facts/amp.py)",
+        "the dtype flow: whether the loss's inputs were produced inside the region (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "which of the file's functions a call runs (facts/callees.py)",
+        "whether the loss function upcasts its inputs itself (facts/safe_context.py)",
+    )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     triggers = (exact_word("autocast"),)
     valid = (
@@ -795,6 +812,10 @@ class NestedAutocastConflict(Rule):
     code = "DTL206"
     name = "nested-autocast-conflict"
     summary = "Nested autocast regions with different dtypes"
+    queries = (
+        "the autocast regions around a node, their devices and dtypes, into the file's functions and `forward`s they call (facts/training.py, facts/amp.py)",
+        "the dtype flow: a module's dtype where it is called (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     triggers = (exact_word("autocast"),)
     valid = (
@@ -946,6 +967,11 @@ class Fp16AutocastWithoutScaler(Rule):
     code = "DTL208"
     name = "fp16-autocast-without-scaler"
     summary = "fp16 autocast training without a GradScaler"
+    queries = (
+        "the autocast regions around a backward and the dtypes they run at, and whether the file builds a loss scaler (facts/training.py, facts/amp.py)",
+        "the dtype flow: whether a `backward()` receiver is a tensor, and whether the loss was produced under a bfloat16 autocast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     # A ``backward()`` call, and float16: a float16/half dtype literal or the CUDA default ("cuda").
     triggers = (exact_word("autocast"),)

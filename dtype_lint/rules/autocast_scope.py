@@ -200,6 +200,10 @@ class BackwardInAutocast(_AutocastScope):
     code = "DTL204"
     name = "backward-in-autocast"
     summary = "Backward pass inside an autocast block"
+    queries = (
+        "the autocast `with` blocks around a backward call and whether they are enabled (facts/amp.py, facts/training.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     # An autocast region (every autocast spelling, bound or partial, ends in the word "autocast") and
     # a backward: ``.backward(...)``, ``torch.autograd.backward`` or ``torch.autograd.grad``.
@@ -357,6 +361,10 @@ class BceUnderAutocast(_AutocastScope):
     code = "DTL207"
     name = "bce-under-autocast"
     summary = "Binary cross-entropy on probabilities inside autocast"
+    queries = (
+        "the autocast `with` blocks around a call (facts/amp.py) and the enabled region the dtype flow records there (facts/dtypes.py `autocast_at`)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     # ``torch.nn.functional.binary_cross_entropy`` or ``torch.nn.BCELoss`` (last name parts), inside
     # an autocast region (the word "autocast").

@@ -72,6 +72,10 @@ class AutocastNotLowp(Rule):
     code = "DTL209"
     name = "autocast-not-lowp"
     summary = "Autocast whose switched-on state is not float16/bfloat16 (float32 dtype, inverted flag)"
+    queries = (
+        "what an autocast construction says: its dtype and its `enabled=` expression (facts/amp.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # Every autocast name ends in the word "autocast"; a finding needs a float32/float64 dtype or a
     # precision flag in the enabled= argument.
     triggers = (exact_word("autocast"),)

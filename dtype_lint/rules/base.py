@@ -61,6 +61,10 @@ class Rule:
     code: ClassVar[str] = ""
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    # Which facts of the analysis the rule asks, in a user's words, each naming the module under
+    # dtype_lint/ that computes it: "the dtype flow: ... (facts/dtypes.py)". Its doc shows them
+    # as "What it asks the analysis" (dtype_lint.rule_docs).
+    queries: ClassVar[tuple[str, ...]] = ()
     # Safety of the fix this rule offers, or None when it offers none.
     fix_safety: ClassVar[Safety | None] = None
     # Substrings of which at least one must occur in one of a file's code words (identifiers and

@@ -49,6 +49,10 @@ class CastAliasOriginal(Rule):
     code = "DTL407"
     name = "cast-alias-original"
     summary = "A module cast bound to a new name casts the original module too"
+    queries = (
+        "the dtype flow: the module's value before and after the cast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = LOWP_TRIGGERS
     valid = (
         "import copy\nimport torch\nmodel = torch.nn.Linear(4, 4)\nhalf = copy.deepcopy(model).half()\nmodel(x)\n",

@@ -87,6 +87,12 @@ class DeprecatedAmpApi(Rule):
     code = "DTL201"
     name = "deprecated-amp-api"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "where the file binds a name to the deprecated API as a value (facts/names.py `NameBindings`)",
+        "whether the use sits in an old-torch fallback (facts/torch_version.py)",
+        "the oldest torch the project supports (`target-torch`, config.py, read from its dependency declarations by targets.py)",
+    )
     fix_safety = Safety.SAFE
     # Every part of a matched qualified name ``torch.{cuda,cpu}.amp.<name>`` is a code word (an
     # attribute, an imported module part or an imported name): "amp", the device and the last part.

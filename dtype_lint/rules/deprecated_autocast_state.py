@@ -65,6 +65,11 @@ class DeprecatedAutocastState(Rule):
     code = "DTL210"
     name = "deprecated-autocast-state"
     summary = "Deprecated per-device autocast state function (`torch.get_autocast_gpu_dtype`, ...)"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "whether the use sits in an old-torch fallback (facts/torch_version.py)",
+        "the oldest torch the project supports (`target-torch`, config.py, read from its dependency declarations by targets.py)",
+    )
     fix_safety = Safety.SAFE
     triggers = tuple(exact_word(name.rsplit(".", 1)[-1]) for name in sorted(DEPRECATED))
     valid = (

@@ -93,6 +93,10 @@ class RankDependentDtype(Rule):
     code = "DTL703"
     name = "rank-dependent-dtype"
     summary = "dtype chosen differently on different ranks"
+    queries = (
+        "the dtype flow: whether what is cast under a rank condition is a module (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the dtype a literal names (facts/amp.py) and the file's calls (facts/training.py)",
+    )
     # An ``if`` on a RANK_WORDS name, holding a dtype literal (``dtype_literal``: torch.float16/half/
     # bfloat16/float32/float/float64/double or the same as a string) or a cast (``.half()``/
     # ``.bfloat16()``/``.float()``/``.double()``, ``.to(<dtype literal>)``).
@@ -289,6 +293,10 @@ class FsdpNonuniformDtype(Rule):
     code = "DTL704"
     name = "fsdp-nonuniform-dtype"
     summary = "FSDP1 wrap of a module with mixed parameter dtypes"
+    queries = (
+        "the dtype flow: every module cast before the FSDP wrap, and the dtypes of the wrapped model's parts (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # An FSDP1 class (imported under its own name), and two float dtypes in the wrapped model (a
     # float16/bfloat16 base with PEFT adapters, or a cast part), so one that is not float32.
     triggers = (exact_word("FullyShardedDataParallel"),)

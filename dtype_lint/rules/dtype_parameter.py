@@ -57,6 +57,10 @@ class DtypeParameterIgnored(Rule):
     code = "DTL113"
     name = "dtype-parameter-ignored"
     summary = "Function returns tensors in the dtype it is given, and one in float32 regardless"
+    queries = (
+        "what a function returns when the dtype flow runs it with its dtype parameter set to float16 and to bfloat16, and which returned tensor follows that parameter (project/results.py, running facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # A dtype parameter is spelled ``dtype`` / ``precision`` or defaults to a dtype spelling.
     triggers = ("dtype", "precision", "float", "half", "double", "fp16", "bf16", "fp32")
     valid = (

@@ -82,6 +82,10 @@ class DtypeComparedWithString(Rule):
     code = "DTL706"
     name = "dtype-compared-with-string"
     summary = "torch.dtype compared with a string (always False)"
+    queries = (
+        "the dtype flow: whether the compared value is the `.dtype` of a tensor or module (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = (exact_word("dtype"), exact_word("get_default_dtype"), exact_word("dtypes"))
     valid = (
@@ -207,6 +211,9 @@ class PrecisionNameMismatch(Rule):
     code = "DTL707"
     name = "precision-name-mismatch"
     summary = "A name that says bf16 selects torch.float16 (or fp16 selects torch.bfloat16)"
+    queries = (
+        "the dtype constants a mapping, branch or conditional selects, as the file names them (facts/names.py, facts/amp.py); no dtype flow",
+    )
     fix_safety = Safety.UNSAFE
     triggers = ("bf16", "bfloat", "fp16", "half", "float16")
     required_triggers = ((exact_word("float16"), exact_word("bfloat16"), exact_word("half")),)
@@ -320,6 +327,9 @@ class NoneDtypeCast(Rule):
     code = "DTL708"
     name = "none-dtype-cast"
     summary = "Cast to a dtype variable inside `if dtype is None:` (a no-op)"
+    queries = (
+        "the `if name is None:` branch and the casts in it, read from the syntax (facts/training.py); no dtype flow",
+    )
     triggers = (exact_word("to"),)
     required_triggers = (("dtype",),)
     valid = (
@@ -418,6 +428,9 @@ class ToTorchDtypeKeyword(Rule):
     code = "DTL605"
     name = "to-torch-dtype-keyword"
     summary = "torch_dtype= passed to .to() (TypeError) or save_pretrained() (ignored)"
+    queries = (
+        "the dtype flow: whether the receiver of `.to()` is a module or a tensor (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     fix_safety = Safety.SAFE
     triggers = (exact_word("torch_dtype"),)
     valid = (
@@ -517,6 +530,10 @@ class Fp16AndBf16(Rule):
     code = "DTL710"
     name = "fp16-and-bf16"
     summary = "TrainingArguments that can get both fp16=True and bf16=True (ValueError)"
+    queries = (
+        "the `fp16=`/`bf16=` values a `TrainingArguments` call may get, through `**kwargs` dicts and assignments (facts/training.py)",
+        "the values of settings read from config files and objects (facts/config_values.py)",
+    )
     triggers = ("Arguments", "Config")
     required_triggers = ((exact_word("bf16"), exact_word("fp16")),)
     valid = (

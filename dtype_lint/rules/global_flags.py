@@ -80,6 +80,10 @@ class Tf32LegacyFlags(Rule):
     code = "DTL701"
     name = "tf32-legacy-flags"
     summary = "Legacy `allow_tf32` TF32 switch"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "the oldest torch the project supports (`target-torch`, config.py, read from its dependency declarations by targets.py)",
+    )
     fix_safety = Safety.SAFE
     # Only assignments to an attribute named ``allow_tf32`` are findings.
     triggers = (exact_word("allow_tf32"),)
@@ -250,6 +254,10 @@ class GlobalDefaultDtype(Rule):
     code = "DTL702"
     name = "global-default-dtype"
     summary = "Half-precision or deprecated global default tensor type"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "the dtype a literal names (facts/amp.py) and the calls of the enclosing helper (facts/training.py)",
+    )
     fix_safety = Safety.UNSAFE
     # The last name parts of ``torch.set_default_dtype`` / ``torch.set_default_tensor_type``; the
     # former reports only a float16/half/bfloat16 dtype literal.
@@ -395,6 +403,10 @@ class AnomalyModeLeftOn(Rule):
     code = "DTL705"
     name = "anomaly-mode-left-on"
     summary = "Autograd anomaly detection left on for training"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "whether the switch is given a literal `True` (facts/amp.py); the enclosing functions, loops and `if` guards are read from the syntax; no dtype flow",
+    )
     # ``set_detect_anomaly`` / ``detect_anomaly`` (names, or Lightning's keyword argument).
     triggers = ("detect_anomaly",)
     valid = (

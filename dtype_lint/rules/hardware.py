@@ -113,6 +113,13 @@ class Fp16OnCpu(Rule):
     code = "DTL709"
     name = "fp16-on-cpu"
     summary = "float16 model run on the CPU (no native float16 kernels there)"
+    queries = (
+        "the dtype flow: the dtype of the model that runs, and where it came from, a checkpoint of the project included (facts/dtypes.py, computed by facts/flow/interpreter.py; project/checkpoints.py)",
+        "the devices a device expression may name and where the model is placed (facts/devices.py)",
+        "the one expression a name is bound to, for the model a library loaded (facts/flag_logic.py `binding`)",
+        "the file's calls, assignments and words (facts/training.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = FP16_TRIGGERS
     valid = (
         "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"

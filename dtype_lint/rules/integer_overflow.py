@@ -87,6 +87,9 @@ class NarrowIntMatmul(Rule):
     code = "DTL109"
     name = "narrow-int-matmul"
     summary = "Matmul of uint8/int8 tensors (sums wrap past 255/127)"
+    queries = (
+        "the dtype flow: whether both operands of a matmul are uint8 or int8 tensors (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = (exact_word("uint8"), exact_word("int8"), exact_word("byte"), exact_word("char"),
                 exact_word("ByteTensor"), exact_word("CharTensor"))

@@ -58,6 +58,10 @@ class WeightDtypeFromArgs(Rule):
     code = "DTL406"
     name = "weight-dtype-from-args"
     summary = "weight_dtype chosen from args.mixed_precision instead of accelerator.mixed_precision"
+    queries = (
+        "the argparse default of a flag (facts/devices.py `argparse_default`)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = (exact_word("mixed_precision"),)
     required_triggers = ((exact_word("Accelerator"),),)
@@ -229,6 +233,11 @@ class LowpEma(Rule):
     code = "DTL511"
     name = "lowp-ema"
     summary = "EMA of a float16/bfloat16 model: updates round to zero"
+    queries = (
+        "the dtype flow: the dtype of the model or parameters an EMA is built over, and the dtype it is moved with (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the assignments that built the EMA object (facts/training.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = tuple(exact_word(name) for name in sorted(EMA_CLASSES))
     required_triggers = ((exact_word("float16"), exact_word("bfloat16"), exact_word("half"), exact_word("bf16"), exact_word("fp16")),)
     valid = (

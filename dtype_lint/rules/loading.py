@@ -78,6 +78,10 @@ class TorchDtypeKwarg(Rule):
     code = "DTL601"
     name = "torch-dtype-kwarg"
     summary = "`torch_dtype=` in transformers `from_pretrained` (renamed `dtype=` in 4.56)"
+    queries = (
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "the oldest transformers the project supports (`target-transformers`, config.py, read from its dependency declarations by targets.py)",
+    )
     fix_safety = Safety.SAFE
     # The ``torch_dtype=`` keyword, on a class imported from ``transformers`` (``_is_transformers_loader``).
     triggers = (exact_word("torch_dtype"),)
@@ -158,6 +162,9 @@ class QuantizedFullFinetune(Rule):
     code = "DTL603"
     name = "quantized-full-finetune"
     summary = "Quantized model trained without adapters"
+    queries = (
+        "the file's calls: quantized loads, the `Trainer` or optimizer the model goes to, and whether it uses PEFT (facts/training.py)",
+    )
     # A quantizing keyword of a ``from_pretrained`` call, and a ``*Trainer`` or an optimizer
     # (OPTIMIZER_NAME) that trains the model.
     triggers = (exact_word("load_in_8bit"), exact_word("load_in_4bit"), exact_word("quantization_config"))
@@ -305,6 +312,11 @@ class CkptDtypeLoad(Rule):
     code = "DTL602"
     name = "ckpt-dtype-load"
     summary = "Checkpoint loaded into a cast model (dtype replaced or overflowed)"
+    queries = (
+        "the dtype flow: the dtype of the module a checkpoint is loaded into, and its casts (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "in a project check, the dtype a checkpoint was saved in by another file (project/checkpoints.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # A ``load_state_dict`` call into a float16/bfloat16 module (``value.low_precision``).
     triggers = (exact_word("load_state_dict"),)
     required_triggers = (LOWP_TRIGGERS,)
@@ -438,6 +450,10 @@ class Bf16NumpyExport(Rule):
     code = "DTL604"
     name = "bf16-numpy-export"
     summary = "`.numpy()` on a bfloat16 tensor"
+    queries = (
+        "the dtype flow: whether the tensor may be bfloat16 (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     # ``.numpy()``, or ``numpy.asarray``/``array``/``asanyarray`` (imported from numpy), on a tensor that
     # may be bfloat16: a bf16 spelling, or an autocast region (CPU autocast defaults to bf16).

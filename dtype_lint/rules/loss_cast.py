@@ -58,6 +58,10 @@ class LossDowncast(Rule):
     code = "DTL408"
     name = "loss-downcast"
     summary = "Loss value cast to float16/bfloat16 by hand"
+    queries = (
+        "the values a name may hold where it is cast, from the file's assignments (facts/numerics.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = LOWP_TRIGGERS
     required_triggers = ((exact_word("backward"),),)
     valid = (

@@ -377,6 +377,11 @@ class LowpModelFp32Input(Rule):
     code = "DTL101"
     name = "lowp-model-fp32-input"
     summary = "Half/bfloat16 model called on a float32 tensor outside autocast"
+    queries = (
+        "the dtype flow: the dtype of the called module and of the tensor given to it, each with where it came from (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "in a project check, the precision world the project pass found for the enclosing module class (project/seeding.py)",
+    )
     fix_safety = Safety.UNSAFE
     # The called module must be float16/bfloat16 (``module.dtypes & LOW``).
     triggers = LOWP_TRIGGERS
@@ -558,6 +563,10 @@ class PartialLowpCast(Rule):
     code = "DTL102"
     name = "partial-lowp-cast"
     summary = "Part of a model cast to low precision, the rest float32, called outside autocast"
+    queries = (
+        "the dtype flow: every module cast with the module's value before it, and the dtypes of a model, its parts and a layer attached to it (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+    )
     # Both paths need a float16/bfloat16 model or submodule (``parent.dtype in LOW``, ``cast.dtypes <= LOW``).
     triggers = LOWP_TRIGGERS
     valid = (
@@ -837,6 +846,10 @@ class AutocastBoundaryLeak(Rule):
     code = "DTL103"
     name = "autocast-boundary-leak"
     summary = "Autocast output reaches a float32 layer outside the (enabled) region"
+    queries = (
+        "the dtype flow: the dtype of the called layer and of its input, and whether that input was produced inside an enabled autocast region (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the autocast regions around the call, including `enabled=False` ones (facts/dtypes.py `autocast_stack_at`)",
+    )
     fix_safety = Safety.SAFE
     # The argument must come from an autocast region (``value.autocast``): ``torch.autocast``,
     # ``torch.cuda.amp.autocast``, ``accelerator.autocast()`` all spell the whole word.
@@ -939,6 +952,9 @@ class IndexOpDtype(Rule):
     code = "DTL104"
     name = "index-op-dtype"
     summary = "Index/scatter op with destination and source of different dtypes"
+    queries = (
+        "the dtype flow: the dtypes of the destination and the source tensor (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     fix_safety = Safety.SAFE
     # Destination and source must have two different float dtypes, so one is float16, bfloat16 or
     # float64 (a float64 from NumPy becomes a tensor only through ``torch.*``, hence the group).
@@ -1109,6 +1125,12 @@ class NumpyFloat64Leak(Rule):
     code = "DTL105"
     name = "numpy-float64-leak"
     summary = "NumPy float64 data reaches a float32 model or loss"
+    queries = (
+        "the dtype flow: a float64 value with its NumPy origin and the conversion that made it a tensor, DataLoader batches included, and the dtype of the module, loss or operand it reaches (facts/dtypes.py, computed by facts/flow/interpreter.py; batches by facts/flow/loaders.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "in a project check, the precision world the project pass found for the enclosing module class (project/seeding.py)",
+    )
     fix_safety = Safety.UNSAFE
     # The float64 must come from a NumPy array (``_from_numpy``): a NumPy factory or ``.astype``,
     # turned into a tensor by a ``torch.*`` function.
@@ -1383,6 +1405,10 @@ class IntBoolDtype(Rule):
     code = "DTL106"
     name = "int-bool-dtype"
     summary = "Op given an int/bool/float tensor of the wrong category"
+    queries = (
+        "the dtype flow: whether a tensor is integer, boolean or floating (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     fix_safety = Safety.UNSAFE
     # Tensors known to the flow mostly come from ``torch.*``; ``.mean()`` and ``masked_fill`` are also
     # flagged on tensors made without torch (``(logits.argmax(-1) == labels).mean()`` in a helper).

@@ -108,6 +108,13 @@ class Fp32ModelLowpInput(Rule):
     code = "DTL108"
     name = "fp32-model-lowp-input"
     summary = "float32 model called on a float16/bfloat16 tensor outside autocast"
+    queries = (
+        "the dtype flow: the called model's dtype on every path and its casts, and the dtype of the input tensor (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "whether two casts or calls can run in one configuration (facts/branch_conditions.py)",
+        "a module upcast in place under a test of its own dtype (facts/inplace_upcast.py)",
+        "the file's assignments, to find a model that went through a wrapper that autocasts its forward (`accelerator.prepare`, `deepspeed.initialize`; facts/training.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = LOWP_TRIGGERS
     valid = (

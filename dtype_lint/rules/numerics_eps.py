@@ -85,6 +85,10 @@ class TinyEpsLowp(Rule):
     code = "DTL504"
     name = "tiny-eps-lowp"
     summary = "Epsilon below 6e-8 rounds to zero on a float16 tensor"
+    queries = (
+        "the epsilon as a number: a literal, a constant, a parameter default or `self.eps` (facts/numerics.py)",
+        "the dtype flow: the dtype of the guarded tensor, and where it came from (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = FP16_TRIGGERS  # needs a float16 value (see facts/flow/library.py)
     # A positive number below 6e-8: a literal of 1e-8 or less, or a quotient or power that makes one.

@@ -102,6 +102,10 @@ class OverflowLiteral(Rule):
     code = "DTL501"
     name = "overflow-literal"
     summary = "Literal beyond float16's range (|x| > 65504) written into a float16 tensor"
+    queries = (
+        "the number a literal or a constant of the file stands for (facts/numerics.py)",
+        "the dtype flow: the dtype of the tensor written to, and where it came from (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = FP16_TRIGGERS  # needs a float16 value (see facts/flow/library.py)
     # A finite number beyond 65504: a literal of 1e4 or more (possibly inside a string, or in a
@@ -513,6 +517,9 @@ class AdditiveMaskNan(Rule):
     code = "DTL502"
     name = "additive-mask-nan"
     summary = "Two finfo.min / -inf additive masks added together overflow to -inf (NaN after softmax)"
+    queries = (
+        "the values that reach a mask: assignments, helper returns and what the file's calls pass a parameter (facts/numerics.py); no dtype",
+    )
     # What a saturated fill is written with: finfo, an inf name or string, or a literal of 1e38 or more.
     triggers = ("finfo", exact_word(INFINITY_WORD)) + tuple(exact_word(name) for name in ("inf", "Inf", "PINF")) + magnitude_words(38, 308)
     valid = (

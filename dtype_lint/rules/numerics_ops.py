@@ -131,6 +131,13 @@ class LowpSensitiveOp(Rule):
     code = "DTL503"
     name = "lowp-sensitive-op"
     summary = "Overflow-prone op (exp, pow, var, log_softmax, cumsum...) on a float16 tensor outside autocast"
+    queries = (
+        "the dtype flow: the dtype of the op's tensor, and every module cast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "what autocast does to the op, from torch's generated semantics (facts/flow/op_results.py, facts/semantics.py)",
+        "the values that reach a name (facts/numerics.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     # One of the ops, by name, or the ** operator.
     required_triggers = (tuple(exact_word(name) for name in sorted(SENSITIVE)) + (POWER_WORD,),)
@@ -521,6 +528,10 @@ class LowpAccumulation(Rule):
     code = "DTL505"
     name = "lowp-accumulation"
     summary = "Running sum of float16/bfloat16 tensors in a loop"
+    queries = (
+        "the dtype flow: the dtype of the added tensor and of the accumulator (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the values that reach the added name, to leave out `.item()` and `.float()` values (facts/numerics.py)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     valid = (
@@ -730,6 +741,10 @@ class FactoryDefaultDtype(CombiningRule):
     code = "DTL508"
     name = "factory-default-dtype"
     summary = "Factory without dtype= (float32) combined with a float16/bfloat16 tensor"
+    queries = (
+        "the dtype flow: the dtypes of the two operands and where the float32 one was made (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+    )
     fix_safety = Safety.UNSAFE
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
     # The float32 side is one of the torch factories below, called without dtype=.

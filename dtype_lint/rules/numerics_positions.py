@@ -141,6 +141,11 @@ class LowpIntegerPositions(Rule):
     code = "DTL506"
     name = "lowp-integer-positions"
     summary = "Positions (arange) built in float16/bfloat16 lose integer exactness"
+    queries = (
+        "the dtype flow: the dtype an `arange` is built in or cast to (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the values that reach a name, and literal bounds (facts/numerics.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = ("arange",)
     # The positions end up float16/bfloat16: a dtype= or a cast the flow knows as low precision.
     required_triggers = (LOWP_TRIGGERS,)
@@ -294,6 +299,11 @@ class Fp16OnBf16Pretrained(Rule):
     code = "DTL507"
     name = "fp16-on-bf16-pretrained"
     summary = "Checkpoint pretrained in bfloat16 (T5, Gemma...) loaded or cast to float16"
+    queries = (
+        "the hub id a load names, followed through the file's assignments (facts/numerics.py)",
+        "the dtype flow: the dtype a model is loaded or cast to (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     triggers = ("from_pretrained", "pipeline")
     # ...and float16 is asked for (torch_dtype=, .half(), .to(torch.float16)).
     required_triggers = (FP16_TRIGGERS,)

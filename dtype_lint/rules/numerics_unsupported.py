@@ -76,6 +76,12 @@ class LowpUnsupportedOp(Rule):
     code = "DTL509"
     name = "lowp-unsupported-op"
     summary = "Op with no float16/bfloat16 kernel (fft, linalg svd/solve/inv, quantile...) on a low-precision tensor"
+    queries = (
+        "which ops have no float16/bfloat16 kernel on CPU or CUDA for the target torch, from torch's generated semantics (facts/op_support.py, facts/semantics.py)",
+        "the dtype flow: the dtypes the op's tensor may have, with what the function's own code says about its precision (facts/dtypes.py, computed by facts/flow/interpreter.py; facts/flow/lowp_evidence.py)",
+        "an upcast guard the low dtype slipped past (facts/upcast_guard.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+    )
     fix_safety = Safety.UNSAFE
     # needs a float16/bfloat16 value (see facts/flow/library.py), or a function's own evidence of
     # one, which reads a tensor's ``.dtype`` (``out.to(x.dtype)``, ``x.dtype != torch.float32``)

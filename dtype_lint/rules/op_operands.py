@@ -77,6 +77,11 @@ class OpOperandDtype(Rule):
     code = "DTL107"
     name = "op-operand-dtype"
     summary = "Matmul, linear, convolution or attention on tensors of two different float dtypes"
+    queries = (
+        "the dtype flow: the dtypes of the operands of a matmul, linear, convolution or attention call (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "a tensor whose dtype the function follows, and what its own code says about its precision (facts/followed.py over facts/flow/lowp_evidence.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+    )
     fix_safety = Safety.UNSAFE
     # Two float dtypes meet: one is float16, bfloat16 or a spelled float64.
     # `dtype`: a function that follows a tensor's dtype (`x.dtype`) meets a float32 it fixes (facts/followed.py)

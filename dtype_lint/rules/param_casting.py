@@ -146,6 +146,11 @@ class HalfWholeModelTrain(Rule):
     code = "DTL401"
     name = "half-whole-model-train"
     summary = "Whole model cast to float16 and then trained"
+    queries = (
+        "the dtype flow: every module cast, and the optimizers with the dtype of the parameters they train (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the optimizer's eps as a number, through constants and argparse defaults (facts/numerics.py, facts/devices.py `argparse_default`)",
+        "whether the optimizer takes the low-precision parameters only on runs where the cast does not happen (facts/branch_conditions.py)",
+    )
     # The optimizer's parameters must be float16 (``FP16 in params.dtypes``); an optimizer must exist.
     triggers = FP16_TRIGGERS
     required_triggers = (OPTIMIZER_TRIGGERS,)
@@ -251,6 +256,9 @@ class ParamDtypeAssign(Rule):
     code = "DTL402"
     name = "param-dtype-assign"
     summary = "Parameter or gradient downcast by hand"
+    queries = (
+        "the dtype flow: the parameter or gradient assigned and the dtype of the value assigned to it, and the file's optimizers (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+    )
     # An assignment to ``.data``/``.grad`` of a float16/bfloat16 value (``value.dtypes <= LOW``) whose
     # target has the "param" role: a loop over ``parameters()``, ``nn.Parameter``, ``.weight``/``.bias``.
     triggers = (exact_word("data"), exact_word("grad"))
@@ -434,6 +442,11 @@ class DtypeToggleWithOptimizer(Rule):
     code = "DTL403"
     name = "dtype-toggle-with-optimizer"
     summary = "Model dtype changed in a training loop after its optimizer was built"
+    queries = (
+        "the dtype flow: the casts of each model and the optimizers built over its parameters, in program order (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "library pipelines that share the module being trained, and their casts (facts/pipelines.py)",
+        "the file's loops and calls (facts/training.py)",
+    )
     # An optimizer, and a cast to another dtype than its parameters': two float dtypes, one not float32.
     triggers = OPTIMIZER_TRIGGERS
     required_triggers = NOT_FP32_TRIGGERS
@@ -632,6 +645,11 @@ class Fp16AdamEps(Rule):
     code = "DTL404"
     name = "fp16-adam-eps"
     summary = "Adam/AdamW with eps below float16's range over float16 parameters"
+    queries = (
+        "the dtype flow: the optimizers and the dtype of the parameters each is built over (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "the optimizer's eps as a number, through constants and argparse defaults (facts/numerics.py)",
+        "whether the optimizer gets only the parameters that require grad (facts/training.py), and whether it takes the float16 parameters only on runs where the cast does not happen (facts/branch_conditions.py)",
+    )
     # An Adam-named optimizer (``ADAM.search``) over float16 parameters (``FP16 in params.dtypes``).
     triggers = ("Adam",)
     required_triggers = (FP16_TRIGGERS,)
@@ -789,6 +807,10 @@ class EvalDtypeFlip(Rule):
     code = "DTL405"
     name = "eval-dtype-flip"
     summary = "Evaluation casts the model and does not cast it back"
+    queries = (
+        "the dtype flow: each model's casts and the optimizers that train it (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "which helper a training loop passes the model it trains, in this file or, in a project check, in another (facts/passed_models.py; project/helpers.py)",
+    )
     # The cast is in a function named like EVAL_FUNCTION (matched ignoring case: the usual three
     # spellings of each word) or decorated with no_grad/inference_mode, its model is trained by an
     # optimizer, and the cast changes its dtype (two float dtypes, one not float32).

@@ -76,6 +76,11 @@ class DtypeAgnosticFactory(CombiningRule):
     code = "DTL510"
     name = "dtype-agnostic-factory"
     summary = "Factory without dtype= (float32) combined with a tensor parameter of unknown dtype"
+    queries = (
+        "the dtype flow: the factory's dtype and the dtype of the other operand (facts/dtypes.py, computed by facts/flow/interpreter.py)",
+        "a tensor whose dtype the function follows, and whether the result is cast afterwards (facts/followed.py)",
+        "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+    )
     fix_safety = Safety.UNSAFE
     required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
     valid = (

@@ -135,6 +135,13 @@ class ScalerWithBf16(Rule):
     code = "DTL301"
     name = "scaler-with-bf16"
     summary = "GradScaler enabled for bfloat16 training"
+    queries = (
+        "the GradScaler protocol of the file: its scalers and their events (facts/scaler.py)",
+        "the precision a framework decides: `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision=...)`, Lightning's `precision=` (facts/precision_sources.py)",
+        "the values of settings read from config files and objects (facts/config_values.py) and what a flag expression is when another flag holds (facts/flag_logic.py)",
+        "the dtype flow: the dtype of the parameters each optimizer steps and of the model handed to a framework, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; project/seeding.py)",
+        "the autocast dtypes of the file (facts/amp.py, facts/training.py)",
+    )
     fix_safety = Safety.UNSAFE
     # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
     # parameters the flow knows of (LOWP_TRIGGERS, which hold "autocast" too).
@@ -553,6 +560,13 @@ class Fp16TrainableParams(Rule):
     code = "DTL302"
     name = "fp16-trainable-params"
     summary = "float16 parameters trained with loss scaling"
+    queries = (
+        "the dtype flow: the dtype of the parameters each optimizer is built over, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; project/seeding.py)",
+        "the loss scaling the file trains with: GradScaler, or a framework's fp16 setting (facts/training.py, facts/precision_sources.py)",
+        "the values of settings read from config files and objects (facts/config_values.py)",
+        "PEFT adapters attached to the model (facts/adapters.py)",
+        "whether the optimizer takes the low-precision parameters only on runs where the cast does not happen (facts/branch_conditions.py)",
+    )
     # Loss scaling: a GradScaler, or ``*Arguments(fp16=True)`` / ``Accelerator(mixed_precision="fp16")``
     # (both spell the word "fp16"); and an fp16 value the flow knows of (FP16_TRIGGERS).
     triggers = ("GradScaler", "Arguments", exact_word("Accelerator"), "precision")
@@ -790,6 +804,9 @@ class ScalerAccumulation(Rule):
     code = "DTL306"
     name = "scaler-accumulation"
     summary = "GradScaler step/update split across a gradient-accumulation boundary"
+    queries = (
+        "the GradScaler protocol of the file: its `step`, `update` and `unscale_` calls (facts/scaler.py); the accumulation boundary around each is read from the syntax",
+    )
     # Scaler events (``.step``/``.update``/``.unscale_`` of a receiver named like a scaler or bound
     # to a GradScaler call, see dtype_lint.facts.scaler.is_scaler).
     triggers = ("scaler", "GradScaler")
@@ -931,6 +948,12 @@ class ScalerWithoutLowp(Rule):
     code = "DTL307"
     name = "scaler-without-lowp"
     summary = "GradScaler in a loop with no low precision"
+    queries = (
+        "the GradScaler constructions of the file (facts/training.py) and whether one scales a loss (facts/scaler.py)",
+        "whether a scaler is enabled: a literal, or a config setting true in every config file (facts/amp.py, facts/config_values.py)",
+        "whether any name or string of the file hints at low precision (autocast, half, fp16, amp...), read from the syntax by the rule itself (rules/scaler_dtype.py `mentions_low_precision`); no dtype flow",
+        "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+    )
     # A GradScaler construction, and either ``<scaler>.scale(loss).backward()`` or an autocast
     # whose ``enabled=`` flag differs: (scale or autocast) and (backward or autocast).
     triggers = ("GradScaler",)

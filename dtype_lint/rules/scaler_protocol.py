@@ -109,6 +109,10 @@ class ClipBeforeUnscale(_ScalerRule):
     code = "DTL303"
     name = "clip-before-unscale"
     summary = "Gradient clipping on still-scaled gradients"
+    queries = (
+        "the GradScaler protocol of the file: scale, backward, unscale, clip and step events in order, across its own methods (facts/scaler.py)",
+        "whether an `Accelerator` is built with `mixed_precision=\"fp16\"` (facts/precision_sources.py)",
+    )
     fix_safety = Safety.SAFE
     # A clip call (torch.nn.utils.clip_grad_norm_/clip_grad_value_/clip_grad_norm) and a later
     # ``<scaler>.step(opt)`` of a scaler are needed for every finding.
@@ -327,6 +331,9 @@ class ScalerStateMachine(_ScalerRule):
     code = "DTL304"
     name = "scaler-state-machine"
     summary = "GradScaler calls out of order within an iteration"
+    queries = (
+        "the GradScaler protocol of the file: its calls in order within one iteration (facts/scaler.py)",
+    )
     # Every finding is on a scaler's ``.step``/``.unscale_`` (or an ``.update`` before a ``.step``).
     triggers = SCALER_TRIGGERS
     required_triggers = ((exact_word("step"), exact_word("unscale_")),)
@@ -549,6 +556,10 @@ class StepBypassesScaler(_ScalerRule):
     code = "DTL305"
     name = "step-bypasses-scaler"
     summary = "Optimizer stepped directly after a scaled backward"
+    queries = (
+        "the GradScaler protocol of the file: scaled backwards and the optimizer steps that follow (facts/scaler.py)",
+        "whether two calls can run on one path (facts/branch_conditions.py)",
+    )
     fix_safety = Safety.UNSAFE
     # Needs ``<scaler>.scale(loss)`` (the attribute "scale"), its ``.backward()`` and an ``opt.step()``
     # or a hand-written update from ``.grad``.

@@ -32,6 +32,9 @@ class UncheckableFile(Rule):
     code = "DTL001"
     name = "uncheckable-file"
     summary = "File does not parse or is not text"
+    queries = (
+        "whether the file's bytes decode as text and parse as Python (source.py, engine.py); no fact of the dtype analysis",
+    )
 
 
 class UnusedNoqa(Rule):
@@ -68,6 +71,9 @@ class UnusedNoqa(Rule):
     code = "DTL002"
     name = "unused-noqa"
     summary = "Suppression comment that suppresses nothing"
+    queries = (
+        "the file's suppression comments and which of their codes the run's findings used (suppress.py, unused_noqa.py); no fact of the dtype analysis",
+    )
     fix_safety = Safety.UNSAFE
     valid = (
         "x = 1  # noqa: E501\n",
