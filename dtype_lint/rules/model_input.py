@@ -380,7 +380,7 @@ class LowpModelFp32Input(Rule):
     queries = (
         "the dtype flow: the dtype of the called module and of the tensor given to it, each with where it came from (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
-        "in a project check, the precision world the project pass found for the enclosing module class (project/seeding.py)",
+        "in a project check, the precision world the project pass found for the enclosing module class (facts/flow/seeding.py)",
     )
     fix_safety = Safety.UNSAFE
     # The called module must be float16/bfloat16 (``module.dtypes & LOW``).
@@ -1129,7 +1129,7 @@ class NumpyFloat64Leak(Rule):
         "the dtype flow: a float64 value with its NumPy origin and the conversion that made it a tensor, DataLoader batches included, and the dtype of the module, loss or operand it reaches (facts/dtypes.py, computed by facts/flow/interpreter.py; batches by facts/flow/loaders.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
-        "in a project check, the precision world the project pass found for the enclosing module class (project/seeding.py)",
+        "in a project check, the precision world the project pass found for the enclosing module class (facts/flow/seeding.py)",
     )
     fix_safety = Safety.UNSAFE
     # The float64 must come from a NumPy array (``_from_numpy``): a NumPy factory or ``.astype``,

@@ -139,7 +139,7 @@ class ScalerWithBf16(Rule):
         "the GradScaler protocol of the file: its scalers and their events (facts/scaler.py)",
         "the precision a framework decides: `TrainingArguments(fp16=True)`, `Accelerator(mixed_precision=...)`, Lightning's `precision=` (facts/precision_sources.py)",
         "the values of settings read from config files and objects (facts/config_values.py) and what a flag expression is when another flag holds (facts/flag_logic.py)",
-        "the dtype flow: the dtype of the parameters each optimizer steps and of the model handed to a framework, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; project/seeding.py)",
+        "the dtype flow: the dtype of the parameters each optimizer steps and of the model handed to a framework, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; facts/flow/seeding.py)",
         "the autocast dtypes of the file (facts/amp.py, facts/training.py)",
     )
     fix_safety = Safety.UNSAFE
@@ -561,7 +561,7 @@ class Fp16TrainableParams(Rule):
     name = "fp16-trainable-params"
     summary = "float16 parameters trained with loss scaling"
     queries = (
-        "the dtype flow: the dtype of the parameters each optimizer is built over, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; project/seeding.py)",
+        "the dtype flow: the dtype of the parameters each optimizer is built over, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; facts/flow/seeding.py)",
         "the loss scaling the file trains with: GradScaler, or a framework's fp16 setting (facts/training.py, facts/precision_sources.py)",
         "the values of settings read from config files and objects (facts/config_values.py)",
         "PEFT adapters attached to the model (facts/adapters.py)",
