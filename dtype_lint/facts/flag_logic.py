@@ -19,6 +19,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool
+from dtype_lint.facts.training import child_nodes
 
 MAX_DEPTH = 6
 
@@ -63,13 +64,13 @@ def _assignments(body, name: str):
                 and node.target.value == name:
             yield None
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
 
 
 def _names(target: cst.CSTNode):
     if isinstance(target, cst.Name):
         yield target
-    for child in target.children:
+    for child in child_nodes(target):
         yield from _names(child)
 
 

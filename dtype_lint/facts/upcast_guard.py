@@ -13,6 +13,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow import lowp_evidence
 from dtype_lint.facts.flow.library import dtype_constant
+from dtype_lint.facts.training import child_nodes
 
 if TYPE_CHECKING:
     from dtype_lint.context import FileContext
@@ -61,6 +62,6 @@ def _names(node: cst.CSTNode):
         return
     if isinstance(node, cst.Attribute):  # ``self.weight``: the owner's, not a local's
         return
-    for child in node.children:
+    for child in child_nodes(node):
         yield from _names(child)
 

@@ -11,7 +11,7 @@ import libcst as cst
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import walk
+from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -646,7 +646,7 @@ def _assignments_in(body: cst.CSTNode):
     stack = [body]
     while stack:
         node = stack.pop()
-        for child in node.children:
+        for child in child_nodes(node):
             if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 continue
             if isinstance(child, (cst.Assign, cst.AugAssign, cst.AnnAssign)):

@@ -18,6 +18,7 @@ import libcst as cst
 from dtype_lint.facts.flow import values
 from dtype_lint.facts.flow.seeding import WorldOrigin
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.training import child_nodes
 
 LOADERS = frozenset({"torch.load", "safetensors.torch.load_file"})
 MODULE, TENSOR, STATE = "module", "tensor", "state"
@@ -47,7 +48,7 @@ def load_path_words(node: cst.CSTNode | None) -> tuple[str, ...]:
             strings.append(current.value)
         elif isinstance(current, cst.Attribute):
             names.append(dotted_name(current) or "")
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return tuple(path_words(strings, names))
 
 

@@ -10,6 +10,7 @@ calls are run at the end with unknown parameters, so every node of the file gets
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import posixpath
 
@@ -197,6 +198,7 @@ class Interpreter:
         self._semantics_data = NOTHING  # torch's semantics for the file's target-torch, read on first use
         self._rewrites_globals: bool | None = None
         self._dtype_facts: dict[int, lowp_evidence.FunctionDtypeFacts] = {}  # per function, read once
+        self._dtype_reads: list[int] | None = None  # walk numbers of the file's ``x.dtype`` reads
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -257,8 +259,26 @@ class Interpreter:
             return None
         found = self._dtype_facts.get(id(function))
         if found is None:
-            found = self._dtype_facts[id(function)] = lowp_evidence.facts_of(function, self._dtype_constant)
+            if self._reads_a_dtype(function):
+                found = lowp_evidence.facts_of(function, self._dtype_constant)
+            else:  # every test, alias and cast back it could hold reads ``x.dtype``: nothing to find
+                found = lowp_evidence.FunctionDtypeFacts({}, {}, {}, self._dtype_constant, {})
+            self._dtype_facts[id(function)] = found
         return found
+
+    def _reads_a_dtype(self, function: cst.FunctionDef) -> bool:
+        """``x.dtype`` (a plain name's) is read somewhere in ``function``: one bisection in the
+        file's sorted walk numbers of such reads, instead of a walk of every function the flow runs."""
+        if self._dtype_reads is None:
+            order = self.ctx.source_order
+            self._dtype_reads = [order(node)[0] for node in self.ctx.all_nodes if type(node) is cst.Attribute
+                                 and node.attr.value == "dtype" and type(node.value) is cst.Name]
+        try:
+            enter, leave = self.ctx.source_order(function)
+        except KeyError:  # not a node of this file's tree: read it
+            return True
+        index = bisect.bisect_right(self._dtype_reads, enter)
+        return index < len(self._dtype_reads) and self._dtype_reads[index] < leave
 
     def _seeded(self, target: cst.Name, value: Value | None, frame: Frame) -> Value | None:
         """A binding of a name the function shows to be float16/bfloat16 (lowp_evidence.py)."""

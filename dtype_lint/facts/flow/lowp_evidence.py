@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+from dtype_lint.facts.training import child_nodes
 from dtype_lint.facts.flow.values import FLOATS, FP32, FP64, LOW, TENSOR, UNKNOWN, Origin, Value, make
 
 # dtype_constant(node) -> "fp16" / "bf16" / "fp32"... or None (the interpreter's reader).
@@ -148,7 +149,7 @@ def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts
             shown[tensor] = node
     params = {param.name.value for param in (*function.params.posonly_params, *function.params.params,
                                              *function.params.kwonly_params)}
-    parents = {id(child): node for node in (function.body, *nodes) for child in node.children}
+    parents = {id(child): node for node in (function.body, *nodes) for child in child_nodes(node)}
     for name, node in shown.items():
         seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
         facts.evidence[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
@@ -346,12 +347,15 @@ def _bindings(nodes: list, name: str) -> Iterator[cst.Name]:
 
 
 def own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``node`` in source order, without nested functions, classes and lambdas."""
-    for child in node.children:
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+    """Every syntax node under ``node`` in source order, without nested functions, classes and
+    lambdas (iterative, on the fields: ``node.children`` rebuilds each node through a visitor)."""
+    stack = list(reversed(child_nodes(node)))
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        yield child
-        yield from own_nodes(child)
+        yield current
+        stack.extend(reversed(child_nodes(current)))
 
 
 class EvidenceOrigin(Origin):
