@@ -112,12 +112,50 @@ def _casts_again(ctx, function: cst.FunctionDef, module: str) -> bool:
         if isinstance(node, cst.Call) and id(node) not in upcasts and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value in ("to", "half", "float", "bfloat16", "type") \
                 and dotted_name(node.func.value) == module:
+            if scope is not None and _restores_its_own(ctx, scope, function, node, module):
+                continue
             return True
         if isinstance(node, (cst.Assign, cst.AugAssign)):
             targets = node.targets if isinstance(node, cst.Assign) else (node,)
             method = ctx.enclosing(node, cst.FunctionDef)
             if any(dotted_name(t.target) == module for t in targets) and not (method and method.name.value == "__init__"):
                 return True
+    return False
+
+
+def _restores_its_own(ctx, scope: cst.ClassDef, function: cst.FunctionDef, cast: cst.Call, module: str) -> bool:
+    """A cast back in another method of the class, under a test that ``module`` is float16 read in
+    that method (``needs_upcasting = self.vae.dtype == torch.float16 and ...`` then ``if
+    needs_upcasting: self.vae.to(dtype=torch.float16)``), undoes only an upcast made while the module
+    was still float16 when the test was read. ``function``'s upcast left it float32: read after it,
+    the test is false and the cast back never runs. It can undo ``function``'s upcast only when a
+    method of the class (``function`` itself, or one that may call it) runs between the test and the
+    cast back; the pipelines' own ``upcast_vae()`` does not count (huggingface/diffusers 0ea5162:
+    ``prepare_image_latents`` upcasts, ``__call__`` reads ``needs_upcasting`` later)."""
+    other = ctx.enclosing(cast, cst.FunctionDef)
+    if other is None or other is function:
+        return False
+    order = ctx.source_order
+    guards = [node for node in walk(other.body) if isinstance(node, cst.If)
+              and order(node.body)[0] <= order(cast)[0] <= order(node.body)[1]]
+    for guard in guards:
+        if not _tests_low_dtype(ctx, other, guard, module):
+            continue
+        spelled = re.compile(rf"(?<![\w.]){re.escape(module)}\.dtype\s*==\s*torch\.(float16|half)\b")
+        if spelled.search(ctx.code_for(guard.test)):
+            return True  # read at the cast back itself: a float32 module is never cast there
+        names = {n.value for n in walk(guard.test) if isinstance(n, cst.Name)}
+        tests = [node for node in walk(other.body) if isinstance(node, cst.Assign)
+                 and any(dotted_name(t.target) in names for t in node.targets) and spelled.search(ctx.code_for(node.value))]
+        if not tests or len(tests) != len([node for node in walk(other.body) if isinstance(node, cst.Assign)
+                                           and any(dotted_name(t.target) in names for t in node.targets)]):
+            return False  # the flag is also set otherwise: it may be true for another reason
+        read = min(order(node)[0] for node in tests)
+        methods = {d.name.value for d in scope.body.body if isinstance(d, cst.FunctionDef)} - set(UPCAST_METHODS)
+        between = [node for node in walk(other.body) if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                   and dotted_name(node.func.value) == "self" and node.func.attr.value in methods
+                   and read < order(node)[0] < order(cast)[0]]
+        return not between
     return False
 
 

@@ -14,7 +14,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
-from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless, runs_input_as_given
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -335,7 +335,9 @@ class LowpModelFp32Input(Rule):
     `model.to(torch.bfloat16)`, `dtype=` on a torch.nn layer) on a tensor the dtype flow knows is
     float32 (a factory without `dtype=`, `.float()`, a float32 helper's result), outside any
     autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
-    confidence only: many of them cast their inputs (ViT casts `pixel_values`). A submodule
+    confidence only: many of them cast their inputs (ViT casts `pixel_values`); diffusers'
+    denoisers and autoencoders (`UNet2DConditionModel`, the DiT transformers, `ControlNetModel`,
+    `AutoencoderKL`), which run their first layer on the input as given, at medium. A submodule
     called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
     the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
     Lightning in float16, in another file) that does not keep that submodule float32 itself.
@@ -459,14 +461,21 @@ class LowpModelFp32Input(Rule):
             info.startswith(("Auto", "UNet", "Autoencoder")) or "Model" in info or "Pipeline" in info
         ))
 
+    def _library_class(self, module: Value) -> bool:
+        """The module's class is not one this file defines (a file's own ``UNet2DConditionModel``
+        may cast its inputs)."""
+        name = module.info.rsplit(".", 1)[-1] if isinstance(module.info, str) else ""
+        return not any(isinstance(n, cst.ClassDef) and n.name.value == name for n in self.ctx.module.body)
+
     def _flag(self, node, module, module_node, arg, value, low, fixable) -> None:
         name = code(self.ctx, module_node)
         argument = code(self.ctx, arg.value)
         if not module.info:
             # A model built elsewhere (``attempt_load(weights)``): it may cast its own inputs.
             confidence = Confidence.MEDIUM
-        elif not self._own_or_torch(module):
-            # transformers/diffusers models often cast their inputs (ViT casts pixel_values).
+        elif not self._own_or_torch(module) and not (runs_input_as_given(module.info) and self._library_class(module)):
+            # transformers models often cast their inputs (ViT casts pixel_values); diffusers'
+            # denoisers and autoencoders do not (library.DIFFUSERS_UNCAST_INPUT_MODELS).
             confidence = Confidence.LOW
         elif module.certain:
             confidence = Confidence.HIGH

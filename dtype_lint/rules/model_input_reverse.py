@@ -69,7 +69,11 @@ class Fp32ModelLowpInput(Rule):
     input cast to its dtype only inside that branch and never cast back in the function, is
     reported at each later `self.vae.decode(x)` / `encode(x)` of that input (medium): the upcast
     outlives the call, so the next call skips the branch and gives the float16 input to the
-    float32 VAE (huggingface/diffusers d4b2bfc, 0ea5162).
+    float32 VAE (huggingface/diffusers d4b2bfc, 0ea5162). A cast back in another method of the
+    class keeps it silent, unless that cast back runs only under a test that the module is
+    float16 read there (`needs_upcasting = self.vae.dtype == torch.float16 ...; if
+    needs_upcasting: self.vae.to(dtype=torch.float16)`) with no method of the class run between
+    the test and the cast back: read after the upcast, that test is false.
 
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same

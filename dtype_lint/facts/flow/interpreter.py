@@ -857,6 +857,8 @@ class Interpreter:
             return joined
         if iterated.kind == MODULE and iterated.items is not None:
             return _joined(iterated.items)  # ``for block in self.blocks``
+        if iterated.kind == TENSOR and iterated.dtypes and iterated.role is None:
+            return iterated.replace(items=None, element=None)  # ``for mask in masks``: its rows, same dtype
         if iterated.element is not None:
             return iterated.element
         return None
@@ -1927,17 +1929,49 @@ class Interpreter:
         """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
         dataset's ``__getitem__`` result, collated (facts/flow/loaders.py)."""
         dataset = self._argument_value(node, "dataset", 0)
-        if dataset is None or dataset.kind != INSTANCE or _arg(node, "collate_fn") is not None:
-            return None
-        cls = self._find_class(dataset.info, frame) if isinstance(dataset.info, str) else None
-        method = cls.methods.get("__getitem__") if cls is not None else None
-        info = self._function_info(method) if method is not None else None
-        params = info.node.params.params if info is not None else ()
-        if not params:
-            return None
-        sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
-        batch = loaders.collate(sample)
+        collate_fn = _arg(node, "collate_fn")
+        sample = None
+        if dataset is not None and dataset.kind == INSTANCE:
+            cls = self._find_class(dataset.info, frame) if isinstance(dataset.info, str) else None
+            method = cls.methods.get("__getitem__") if cls is not None else None
+            info = self._function_info(method) if method is not None else None
+            params = info.node.params.params if info is not None else ()
+            if params:
+                sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
+        if collate_fn is not None:
+            batch = self._custom_collate(collate_fn.value, sample, frame)
+        else:
+            batch = loaders.collate(sample)
         return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
+
+    def _noised(self, method: str, node: cst.Call) -> Value | None:
+        """``noise_scheduler.add_noise(latents, noise, timesteps)``: the promotion of the samples'
+        and the noise's dtypes (library.SCHEDULER_NOISE_METHODS)."""
+        (s_position, s_keyword), (n_position, n_keyword) = lib.SCHEDULER_NOISE_METHODS[method]
+        samples = self._argument_value(node, s_keyword, s_position)
+        noise = self._argument_value(node, n_keyword, n_position)
+        if samples is None or noise is None or samples.kind != TENSOR or noise.kind != TENSOR \
+                or not samples.dtypes or not noise.dtypes or (samples.dtypes | noise.dtypes) & {INT, BOOL}:
+            return None
+        dtypes, partial = promote(samples, noise)
+        origin = samples.origin if samples.dtypes >= dtypes else noise.origin
+        return self._keep_origins(make(TENSOR, dtypes, origin).replace(partial=partial), samples, noise)
+
+    def _custom_collate(self, node: cst.BaseExpression, sample: Value | None, frame: Frame) -> Value | None:
+        """``DataLoader(dataset, collate_fn=collate_fn)`` with ``collate_fn`` a function of this
+        file: each batch is what it returns given the list of samples (torch's contract; the
+        samples are ``__getitem__``'s results when the dataset is a class of the file, else
+        unknown). A batch it builds itself (``torch.stack(masks)`` of float32 masks) keeps the
+        dtypes it gets there, whatever the dataset is."""
+        if not isinstance(node, cst.Name):
+            return None
+        info = self._find_function(node.value, frame)
+        params = [*info.node.params.posonly_params, *info.node.params.params] if info is not None else []
+        if not params or info.cls is not None:
+            return None
+        samples = make(TUPLE, element=sample, info="list")
+        batch, _, _ = self._invoke(info, {params[0].name.value: (samples, None, {})}, frame, ())
+        return batch
 
     def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
         """Resolve ``dtype=amp_dtype`` through the flow when the literal reader could not."""
@@ -2124,7 +2158,10 @@ class Interpreter:
                 result = item
             else:
                 dtypes, partial = promote(result, item)
-                result = self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), result, item)
+                # a dtype the result has on every path comes from the operand that has it on every
+                # path (``cat([latents, mask])`` is float32 because of the float32 ``mask``)
+                sources = sorted((result, item), key=lambda value: not value.certain)
+                result = self._keep_origins(make(TENSOR, dtypes).replace(partial=partial), *sources)
         return result
 
     def _numpy_function(self, module: str, attr: str, node: cst.Call):
@@ -2447,6 +2484,9 @@ class Interpreter:
         if receiver is not None and receiver.info == AUTOENCODER_OUTPUT and method in ("sample", "mode"):
             return receiver.element  # ``latent_dist.sample()``
         key = dotted_name(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
+        if method in lib.SCHEDULER_NOISE_METHODS and (receiver is None or receiver.kind == "unknown") \
+                and lib.SCHEDULER_NAME.search(key or ""):
+            return self._noised(method, node)
         if method in ("from_pretrained", "from_config", "from_single_file"):
             return self._from_pretrained(dotted_name(func.value) or "", node)
         kind = receiver.kind if receiver is not None else None
@@ -2730,7 +2770,9 @@ class Interpreter:
             return self._module_call(receiver, node, frame)
         if method == "generate":
             return make(TENSOR, (INT,), self.origin(node))
-        if method in ("encode", "decode") and receiver is not None and receiver.dtypes and not receiver.info:
+        if method in ("encode", "decode") and receiver is not None and receiver.dtypes and (
+                not receiver.info or isinstance(receiver.info, str) and lib.AUTOENCODER_CLASS.search(receiver.info)
+                and self._find_class(receiver.info, frame) is None):
             # an autoencoder's ``vae.encode(x).latent_dist.sample()`` / ``vae.decode(z).sample``:
             # computed by its weights, so in its dtype (``info``: a class of this file runs its own)
             latents = Value(kind=TENSOR, dtypes=receiver.dtypes, partial=receiver.partial, origins=receiver.origins)

@@ -163,6 +163,38 @@ FLOAT_FIELDS = frozenset("pixel_values input_features input_values pixel_values_
 PIPELINE_COMPUTE_COMPONENTS = frozenset(
     "unet transformer prior controlnet text_encoder text_encoder_2 text_encoder_3 decoder".split()
 )
+# diffusers' autoencoders (AutoencoderKL, AutoencoderKLWan, AutoencoderTiny, VQModel, AutoencoderDC,
+# ConsistencyDecoderVAE...): ``vae.encode(x).latent_dist.sample()`` and ``vae.decode(z).sample`` are
+# computed by the weights, in the model's dtype (DiagonalGaussianDistribution draws its noise in
+# the moments' dtype).
+AUTOENCODER_CLASS = re.compile(r"(Autoencoder|VQModel|VAE$)")
+# diffusers' denoisers and autoencoders run their first layer on the input as given, with no cast
+# to their own dtype (UNet2DConditionModel's ``self.conv_in(sample)``, the DiT transformers'
+# ``self.x_embedder(hidden_states)`` / ``PatchEmbed.proj``, ControlNetModel's ``conv_in``, the
+# autoencoders' ``encoder.conv_in``): a float32 input to a float16 one fails ("Input type (float) and
+# bias type (c10::Half) should be the same"), unlike the transformers vision models that cast
+# ``pixel_values`` themselves (ViT, CLIP). Matched on the class name's last part.
+DIFFUSERS_UNCAST_INPUT_MODELS = re.compile(
+    r"^(UNet\w*Model|\w*ControlNet\w*Model|\w*Transformer[23]DModel|\w*DiT2DModel|PriorTransformer|"
+    r"Autoencoder\w*|VQModel)$"
+)
+
+
+def runs_input_as_given(info: object) -> bool:
+    """A module value's class is a diffusers model that never casts its input: see
+    DIFFUSERS_UNCAST_INPUT_MODELS."""
+    return isinstance(info, str) and bool(DIFFUSERS_UNCAST_INPUT_MODELS.match(info.rsplit(".", 1)[-1]))
+
+
+# diffusers' schedulers: ``add_noise(original_samples, noise, timesteps)`` and ``scale_noise(sample,
+# timestep, noise)`` cast their coefficients to the samples' dtype and return ``coef * samples +
+# coef * noise``: the promotion of the samples' and the noise's dtypes. Method -> ((position,
+# keyword) of the samples, (position, keyword) of the noise).
+SCHEDULER_NOISE_METHODS = {
+    "add_noise": ((0, "original_samples"), (1, "noise")),
+    "scale_noise": ((0, "sample"), (2, "noise")),
+}
+SCHEDULER_NAME = re.compile(r"scheduler", re.IGNORECASE)
 OUTPUT_FIELDS = frozenset(
     "logits last_hidden_state hidden_states pooler_output sample prev_sample pred_original_sample"
     " image_embeds text_embeds start_logits end_logits encoder_last_hidden_state".split()
