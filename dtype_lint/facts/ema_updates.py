@@ -123,13 +123,30 @@ def _chain(call: cst.Call) -> tuple[cst.BaseExpression, list[str]]:
     return node, methods[::-1]
 
 
+def _gradient_step(node: cst.CSTNode) -> bool:
+    """The added term reads a gradient (``p.add_(p.grad, alpha=-lr)``): an optimizer's step with
+    weight decay, not an average of two models."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "grad" for n in walk(node))
+
+
+def _added(call: cst.Call) -> list[cst.CSTNode]:
+    """The ``add_`` calls of ``v.mul_(d).add_(x)``, outermost first."""
+    found = []
+    node: cst.BaseExpression = call
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in ADD:
+            found.append(node)
+        node = node.func.value
+    return found
+
+
 def _moving_average(body: cst.CSTNode, name: str) -> cst.CSTNode | None:
     multiplied: cst.CSTNode | None = None
     for node in walk(body):
         if isinstance(node, cst.AugAssign) and _is_tensor(node.target, name):
             if isinstance(node.operator, cst.MultiplyAssign):
                 multiplied = multiplied or node
-            elif isinstance(node.operator, cst.AddAssign) and multiplied is not None:
+            elif isinstance(node.operator, cst.AddAssign) and multiplied is not None and not _gradient_step(node.value):
                 return multiplied
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and call_name(node) in MULTIPLY | ADD | LERP:
             receiver, methods = _chain(node)
@@ -137,6 +154,8 @@ def _moving_average(body: cst.CSTNode, name: str) -> cst.CSTNode | None:
                 continue
             if methods[0] in LERP:
                 return node
+            if any(_gradient_step(arg) for added in _added(node) for arg in added.args):
+                continue
             if methods[0] in MULTIPLY:
                 if any(method in ADD for method in methods[1:]):
                     return node
