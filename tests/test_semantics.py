@@ -278,3 +278,29 @@ def test_a_seeded_sample_regenerates_identically():
     for name in sample:
         assert name in fresh["ops"], name
         assert _comparable(fresh["ops"][name], fresh["messages"]) == _comparable(raw["ops"][name], raw["messages"]), name
+
+
+@pytest.mark.parametrize("op, call, complex_result", [
+    ("torch.polar", lambda: torch.polar(torch.ones(4), torch.rand(4)), True),
+    ("torch.view_as_complex", lambda: torch.view_as_complex(torch.rand(4, 2)), True),
+    ("torch.complex", lambda: torch.complex(torch.rand(4), torch.rand(4)), True),
+    ("torch.fft.rfft", lambda: torch.fft.rfft(torch.rand(8)), True),
+    ("torch.fft.ifft", lambda: torch.fft.ifft(torch.rand(8)), False),  # complex, left out on purpose
+    ("torch.outer", lambda: torch.outer(torch.rand(4), torch.rand(4)), False),
+    ("Tensor.abs", lambda: torch.view_as_complex(torch.rand(4, 2)).abs(), False),
+])
+def test_complex_results_match_live_torch(op, call, complex_result):
+    """DTL512's complex ops come from the data's output dtypes; a sample checked against torch."""
+    import warnings
+
+    from dtype_lint.facts.complex_values import complex_op
+
+    live = call()
+    assert complex_op(DATA, op) is complex_result
+    if complex_result:
+        assert live.dtype.is_complex
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch warns once per process
+            assert torch.equal(live.float(), live.real.float())  # the imaginary part is gone
+    elif op != "torch.fft.ifft":
+        assert not live.dtype.is_complex

@@ -6,8 +6,10 @@ import libcst as cst
 
 from dtype_lint.facts.amp import DTYPE_NAMES
 from dtype_lint.facts.devices import argparse_default
+from dtype_lint.facts.ema_updates import ema_updates
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import keyword, training_facts
+from dtype_lint.facts.flow.seeding import WorldOrigin
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -202,7 +204,13 @@ class LowpEma(Rule):
     `ExponentialMovingAverage` and ema_pytorch's `EMA`, given e.g.
     `copy.deepcopy(unet).to(dtype=weight_dtype)` or the parameters of a `.half()` model; and
     such an EMA object moved with a low dtype after it was built (`ema_unet.to(device,
-    dtype=weight_dtype)`: diffusers' `EMAModel.to` casts its shadow weights).
+    dtype=weight_dtype)`: diffusers' `EMAModel.to` casts its shadow weights). Also a moving
+    average written by hand (ultralytics' `ModelEMA`, a momentum teacher): a loop over a float16/
+    bfloat16 module's own tensors (`for k, v in self.ema.state_dict().items()`,
+    `zip(ema.parameters(), model.parameters())`, `named_parameters()`) that updates each in place
+    with a decay (`v *= d; v += (1 - d) * w`, `p.mul_(d).add_(w, alpha=1 - d)`, `p.lerp_(w, 1 - d)`),
+    reported where the copy was made low precision (`deepcopy(model).half()`) when that is in the
+    file (dtype_lint/facts/ema_updates.py).
 
     ## Why is this bad?
     These helpers keep their shadow weights in the dtype they receive. With a decay of 0.999
@@ -237,8 +245,12 @@ class LowpEma(Rule):
         "the dtype flow: the dtype of the model or parameters an EMA is built over, and the dtype it is moved with (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "the assignments that built the EMA object (facts/training.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "a moving average written by hand: in-place decay updates of a module's own tensors in a loop over them (facts/ema_updates.py)",
     )
-    triggers = tuple(exact_word(name) for name in sorted(EMA_CLASSES))
+    # an EMA class, or a moving average written by hand over a module's own tensors
+    triggers = tuple(exact_word(name) for name in sorted(EMA_CLASSES)) + tuple(
+        exact_word(name) for name in ("state_dict", "parameters", "named_parameters", "buffers")
+    )
     required_triggers = ((exact_word("float16"), exact_word("bfloat16"), exact_word("half"), exact_word("bf16"), exact_word("fp16")),)
     valid = (
         "import copy\nimport torch\nfrom diffusers.training_utils import EMAModel\nunet = torch.nn.Linear(4, 4)\n"
@@ -258,7 +270,40 @@ class LowpEma(Rule):
             "import torch\nfrom torch.optim.swa_utils import AveragedModel\nmodel = torch.nn.Linear(4, 4).bfloat16()\n"
             "ema = AveragedModel(model)\n"
         ),
+        # a moving average written by hand: the state_dict's tensors are the half copy's own
+        Invalid(
+            "import copy\nimport torch\nmodel = torch.nn.Linear(4, 4)\nema = copy.deepcopy(model).half()\n"
+            "def update(d=0.999):\n    msd = model.state_dict()\n    for k, v in ema.state_dict().items():\n"
+            "        v *= d\n        v += (1 - d) * msd[k]\n"
+        ),
     )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """A moving average written by hand (facts/ema_updates.py) over a float16/bfloat16 module."""
+        seen = set()
+        for update in ema_updates(self.ctx):
+            value = self.ctx.flow.value_of(update.module)
+            if value is None or value.kind not in ("module", "params", "tensor") or not value.dtypes:
+                continue
+            if not value.dtypes <= frozenset({"fp16", "bf16"}):
+                continue
+            dtype = "float16" if "fp16" in value.dtypes else "bfloat16"
+            origin = value.origin_of("fp16" if "fp16" in value.dtypes else "bf16")
+            made_here = origin is not None and not isinstance(origin, WorldOrigin) and self.ctx.is_within(origin.node, node)
+            anchor = origin.node if made_here else update.update
+            if id(anchor) in seen:
+                continue  # two loops over one EMA copy: one finding at its cast
+            seen.add(id(anchor))
+            module = self.ctx.code_for(update.module).strip()
+            loop_line = self.ctx.position(update.loop).start.line
+            self.report(
+                anchor,
+                f"`{module}` is {value.describe()} {value.since()}, and the loop at line {loop_line} updates its own"
+                f" tensors in place as a moving average (`{self.ctx.code_for(update.update).strip().splitlines()[0]}`):"
+                f" the update is rounded to {dtype}, where (1 - decay) x the difference is below half a unit in the"
+                " last place and rounds to zero, so the average stalls; keep the EMA copy in float32",
+                confidence=Confidence.HIGH if value.certain else Confidence.MEDIUM,
+            )
 
     def _ema_class(self, call: cst.BaseExpression) -> str | None:
         if not isinstance(call, cst.Call):
