@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.lowp_evidence import EvidenceOrigin, FollowsOrigin
+from dtype_lint.facts.flow.lowp_evidence import ContractOrigin, EvidenceOrigin, FollowsOrigin
 from dtype_lint.facts.flow.values import FP32, FP64, LOW, TENSOR, Value
 
 # Calls whose result has the dtype they are given: a combined result cast afterwards is chosen.
@@ -54,6 +54,8 @@ def condition(origin: EvidenceOrigin) -> str:
     found = _DTYPE_OF.search(origin.text)
     name = getattr(origin, "name", "") or (found.group(1) if found else "")
     name = f"`{name}`" if name else "its input"
+    if isinstance(origin, ContractOrigin):
+        return f"when {name} is float16/bfloat16 ({origin.why}; line {origin.line})"
     why = "the function follows its dtype" if isinstance(origin, FollowsOrigin) else \
         "the function is written for float16/bfloat16"
     return f"when {name} is float16/bfloat16 ({why}: line {origin.line}, `{origin.text}`)"
