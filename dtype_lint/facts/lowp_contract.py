@@ -40,6 +40,7 @@ class Contract:
     methods: frozenset
     parameters: frozenset
     why: str
+    components: frozenset = frozenset()  # ``self.<component>.dtype`` (and ``self.dtype``) is the library's low dtype
 
 
 CONTRACTS = (
@@ -50,6 +51,15 @@ CONTRACTS = (
         parameters=frozenset({"sample", "model_output", "original_samples"}),
         why="a diffusers pipeline loaded with `torch_dtype=torch.float16` calls its scheduler with "
             "float16/bfloat16 latents",
+    ),
+    Contract(
+        library="diffusers",
+        base="DiffusionPipeline",
+        methods=frozenset(),
+        parameters=frozenset(),
+        why="a diffusers pipeline loaded with `torch_dtype=torch.float16` (or bfloat16) has its models in that dtype",
+        components=frozenset("vae unet transformer transformer_2 prior decoder controlnet text_encoder text_encoder_2"
+                             " text_encoder_3 image_encoder".split()),
     ),
 )
 
@@ -75,6 +85,20 @@ def base_contract(spelled: str, qualified: tuple, relative: frozenset) -> Contra
             return contract
         if spelled == contract.base and spelled in relative:
             return contract  # inside the library's own package
+    return None
+
+
+def component_dtype(node: cst.Attribute, contract: Contract | None) -> str | None:
+    """``self.vae.dtype`` / ``self.dtype`` in a class under ``contract``: the component it names
+    ("self" for the pipeline's own), else None."""
+    if contract is None or not contract.components or node.attr.value != "dtype":
+        return None
+    owner = node.value
+    if isinstance(owner, cst.Name) and owner.value == "self":
+        return "self"
+    if isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self" \
+            and owner.attr.value in contract.components:
+        return owner.attr.value
     return None
 
 

@@ -286,11 +286,13 @@ class Interpreter:
         self._contracts[id(cls.node)] = found
         return found
 
-    def _contract_origin(self, param: cst.Param, contract: lowp_contract.Contract) -> lowp_evidence.ContractOrigin:
-        key = ("contract", id(param))
+    def _contract_origin(self, node: cst.CSTNode, contract: lowp_contract.Contract,
+                         name: str | None = None) -> lowp_evidence.ContractOrigin:
+        key = ("contract", id(node))
         found = self._origins.get(key)
         if found is None:
-            found = self._origins[key] = lowp_evidence.ContractOrigin(param, self._describe, param.name.value, contract.why)
+            name = name if name is not None else node.name.value
+            found = self._origins[key] = lowp_evidence.ContractOrigin(node, self._describe, name, contract.why)
         return found
 
     def _dtype_facts_of(self, frame: Frame) -> lowp_evidence.FunctionDtypeFacts | None:
@@ -1640,9 +1642,16 @@ class Interpreter:
             if word is not None:
                 return make(DTYPE, (word,), self.origin(node))
         base = self.ev(node.value, frame)
+        attr = node.attr.value
+        if attr == "dtype" and (base is None or base.kind == MODULE and not base.dtypes) and frame.cls is not None:
+            contract = self._contract_of(frame.cls, frame)
+            component = lowp_contract.component_dtype(node, contract)
+            if component is not None:
+                # ``self.vae.dtype`` in a diffusers pipeline: its torch_dtype on the usual path (lowp_contract.py)
+                origin = self._contract_origin(node, contract, "self.dtype" if component == "self" else f"self.{component}")
+                return make(DTYPE, LOW, origin).replace(partial=True)
         if base is None:
             return None
-        attr = node.attr.value
         if attr == "dtype" and base.kind in (TENSOR, MODULE, NUMPY, PARAMS):
             return Value(kind=DTYPE, dtypes=base.dtypes, partial=base.partial, origins=base.origins)
         if base.kind == TENSOR:

@@ -284,19 +284,20 @@ class Ranks:
         """The values ``name`` is assigned in ``function`` (each with the function) that may reach
         ``use`` (all of them without ``use``), or None when some binding is not a plain
         ``name = value`` (a loop target, an augmented assignment...)."""
-        if function is None:
+        scope = function if function is not None else self.module  # module-level code: the module
+        if scope is None:
             return None
-        table = self._bindings.get(id(function))
+        table = self._bindings.get(id(scope))
         if table is None:
-            table = self._bindings[id(function)] = _local_bindings(function)
+            table = self._bindings[id(scope)] = _local_bindings(scope)
         values = table.get(name)
         if values is None:
             return None
         if use is not None:
-            values = _reaching(values, use, self._tree(function))
+            values = _reaching(values, use, self._tree(scope))
         return [(v, function) for _, v in values]
 
-    def _tree(self, function: cst.FunctionDef) -> tuple[dict, dict]:
+    def _tree(self, function: cst.FunctionDef | cst.Module) -> tuple[dict, dict]:
         """(id(node) -> pre-order index, id(node) -> parent) within ``function``."""
         key = ("tree", id(function))
         found = self._bindings.get(key)
@@ -418,7 +419,9 @@ def _all_params(function: cst.FunctionDef) -> list:
     return [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
 
 
-def _parameter(function: cst.FunctionDef, name: str) -> cst.Param | None:
+def _parameter(function: cst.FunctionDef | None, name: str) -> cst.Param | None:
+    if not isinstance(function, cst.FunctionDef):
+        return None
     return next((p for p in _all_params(function) if p.name.value == name), None)
 
 
@@ -436,7 +439,7 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
 
 
-def _local_bindings(function: cst.FunctionDef) -> dict:
+def _local_bindings(function: cst.FunctionDef | cst.Module) -> dict:
     """name -> [values] for names bound only by plain ``name = value``; None for other bindings."""
     table: dict = {}
     for node in walk(function):
