@@ -40,6 +40,13 @@ class DtypeAgnosticFactory(CombiningRule):
     from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
     function is written for the dtype its callers give, float16/bfloat16 among them, and the
     message says so ("when `x` is float16/bfloat16 ...").
+    A library's contract is such a condition too (facts/lowp_contract.py): a diffusers scheduler's
+    `step(model_output, timestep, sample)` / `add_noise` / `scale_model_input` get the latents of a
+    pipeline loaded with `torch_dtype=torch.float16`, and a pipeline's `self.vae.dtype` /
+    `self.transformer.dtype` is that dtype: noise drawn without `dtype=` and added to them, or a
+    `torch.where(mask > 0.5, 1.0, 0.0)` (two python floats: the default dtype) multiplied into a
+    video cast to `self.vae.dtype`, promotes them. A 0-dim entry of a float32 table
+    (`alphas_cumprod[t]`) does not promote and is never the float32 reported.
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
