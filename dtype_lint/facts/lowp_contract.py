@@ -14,10 +14,15 @@ The contract is the weak, conditional kind of ``lowp_evidence.FollowsOrigin``: t
 fixes itself (a factory without ``dtype=``, a cast to float32 not cast back) meeting such a
 parameter: a module state, a 0-dim scalar (``alphas_cumprod[t]``) or a python number never counts.
 
+A pipeline (a ``DiffusionPipeline`` subclass) is under a second contract: ``self.vae.dtype``,
+``self.transformer.dtype``, ``self.unet.dtype``... and ``self.dtype`` are the ``torch_dtype`` it
+was loaded with, float16/bfloat16 on that path (the interpreter gives such a ``.dtype`` the same
+conditional value), so a tensor cast to it and then mixed with a default-dtype tensor is promoted.
+
 A class is under the contract when one of its bases, directly or through classes of the same
 file, is spelled ``SchedulerMixin`` and imported from diffusers (``from diffusers import
-SchedulerMixin``, ``diffusers.schedulers.scheduling_utils.SchedulerMixin``) or, inside diffusers'
-own package, relatively (``from .scheduling_utils import SchedulerMixin``). The model side
+SchedulerMixin``, ``diffusers.schedulers.scheduling_utils.SchedulerMixin``; ``DiffusionPipeline``
+likewise) or, inside diffusers' own package, relatively (``from .scheduling_utils import SchedulerMixin``). The model side
 (``ModelMixin.forward``) is not a contract here: a model's inputs go through its own float32
 submodules and upcasts by design (timestep projections, norms), and its activations' dtype is
 the module's, which the flow tracks.
