@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts.flow.lowp_evidence import EvidenceOrigin, FollowsOrigin
+from dtype_lint.facts.flow.lowp_evidence import ContractOrigin, EvidenceOrigin, FollowsOrigin
 from dtype_lint.facts.flow.values import FP32, FP64, LOW, TENSOR, Value
 
 # Calls whose result has the dtype they are given: a combined result cast afterwards is chosen.
@@ -54,6 +54,8 @@ def condition(origin: EvidenceOrigin) -> str:
     found = _DTYPE_OF.search(origin.text)
     name = getattr(origin, "name", "") or (found.group(1) if found else "")
     name = f"`{name}`" if name else "its input"
+    if isinstance(origin, ContractOrigin):
+        return f"when {name} is float16/bfloat16 ({origin.why}; line {origin.line})"
     why = "the function follows its dtype" if isinstance(origin, FollowsOrigin) else \
         "the function is written for float16/bfloat16"
     return f"when {name} is float16/bfloat16 ({why}: line {origin.line}, `{origin.text}`)"
@@ -81,10 +83,23 @@ def cast_afterwards(ctx, node: cst.CSTNode) -> bool:
     if function is None:
         return False
     after = ctx.source_order(statement)
+    # the first later read of each bound name decides: a cast (``name.to(...)``), or a use of the
+    # float32 result before any cast (``vae.encode(name)`` then ``name.float()``: too late)
+    first: dict[str, tuple] = {}
     for candidate in ctx.all_nodes:
-        if (isinstance(candidate, cst.Attribute) and candidate.attr.value in _DTYPE_SETTING_CALLS
-                and isinstance(candidate.value, cst.Name) and candidate.value.value in names
-                and ctx.source_order(candidate) > after and ctx.enclosing(candidate, cst.FunctionDef) is function):
+        if not (isinstance(candidate, cst.Name) and candidate.value in names):
+            continue
+        order = ctx.source_order(candidate)
+        if order <= after or ctx.enclosing(candidate, cst.FunctionDef) is not function:
+            continue
+        parent = ctx.parent(candidate)
+        if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Attribute) and parent.attr is candidate:
+            continue
+        if candidate.value not in first or order < first[candidate.value][0]:
+            first[candidate.value] = (order, candidate)
+    for _, candidate in first.values():
+        parent = ctx.parent(candidate)
+        if isinstance(parent, cst.Attribute) and parent.value is candidate and parent.attr.value in _DTYPE_SETTING_CALLS:
             return True
     return False
 

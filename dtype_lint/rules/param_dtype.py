@@ -40,6 +40,13 @@ class DtypeAgnosticFactory(CombiningRule):
     from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
     function is written for the dtype its callers give, float16/bfloat16 among them, and the
     message says so ("when `x` is float16/bfloat16 ...").
+    A library's contract is such a condition too (facts/lowp_contract.py): a diffusers scheduler's
+    `step(model_output, timestep, sample)` / `add_noise` / `scale_model_input` get the latents of a
+    pipeline loaded with `torch_dtype=torch.float16`, and a pipeline's `self.vae.dtype` /
+    `self.transformer.dtype` is that dtype: noise drawn without `dtype=` and added to them, or a
+    `torch.where(mask > 0.5, 1.0, 0.0)` (two python floats: the default dtype) multiplied into a
+    video cast to `self.vae.dtype`, promotes them. A 0-dim entry of a float32 table
+    (`alphas_cumprod[t]`) does not promote and is never the float32 reported.
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
@@ -137,12 +144,14 @@ class DtypeAgnosticFactory(CombiningRule):
         other, (_, origin) = followed
         other_text = self.ctx.code_for(other).strip()
         name = self.ctx.code_for(factory.func).strip()
+        where = _is_where(self.ctx, factory)
+        built = "of two python floats is float32 (the default dtype)" if where else "without dtype= builds float32"
+        advice = f"cast it to `{other_text}.dtype`" if where else "pass the dtype the function follows"
         message = (
-            f"`{name}(...)` without dtype= builds float32 and is combined at line {self.ctx.position(node).start.line} "
-            f"with `{other_text}`: {condition(origin)}, `{other_text}` is promoted to float32 and stays so; "
-            f"pass the dtype the function follows"
+            f"`{name}(...)` {built} and is combined at line {self.ctx.position(node).start.line} "
+            f"with `{other_text}`: {condition(origin)}, `{other_text}` is promoted to float32 and stays so; {advice}"
         )
-        fix = self._fix(factory, other_text) if isinstance(other, cst.Name) and any(
+        fix = self._fix(factory, other_text) if isinstance(other, cst.Name) and not where and any(
             n.value == other.value for n in walk(factory, into_definitions=True) if isinstance(n, cst.Name)) else None
         self.report(factory, message, confidence=Confidence.MEDIUM, fix=fix)
 
@@ -226,6 +235,8 @@ class DtypeAgnosticFactory(CombiningRule):
         if not isinstance(factory, cst.Call) or self.ctx.enclosing(factory, cst.FunctionDef) is not function:
             return None
         shape = call_shape(self.ctx, factory)
+        if shape is not None and shape.qualified == "torch.where" and _scalar_where(factory):
+            return factory  # ``torch.where(mask > 0.5, 1.0, 0.0)``: two python floats, the default dtype
         if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
             return None
         if has_keyword(factory, "dtype") or has_keyword(factory, "out") or not factory.args or _zero_dim(factory, shape.name):
@@ -249,6 +260,17 @@ class DtypeAgnosticFactory(CombiningRule):
         end = self.ctx.position(last.value if isinstance(last.comma, cst.Comma) else last).end
         edit = Edit(end.line, end.column + 1, end.line, end.column + 1, f", dtype={parameter}.dtype")
         return Fix(Safety.UNSAFE, (edit,), "pass dtype=")
+
+
+def _is_where(ctx, call: cst.Call) -> bool:
+    shape = call_shape(ctx, call)
+    return shape is not None and shape.qualified == "torch.where"
+
+
+def _scalar_where(call: cst.Call) -> bool:
+    """``torch.where(cond, a, b)`` with two python float literals: a tensor of the default dtype."""
+    values = [a.value for a in call.args if not a.star]
+    return len(values) == 3 and all(_is_float_literal(v) and not isinstance(v, cst.Attribute) for v in values[1:])
 
 
 def _has_float(expr: cst.BaseExpression) -> bool:

@@ -16,7 +16,7 @@ import posixpath
 
 import libcst as cst
 
-from dtype_lint.facts import amp, config_values, precision_sources
+from dtype_lint.facts import amp, config_values, lowp_contract, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import checkpoint_loads as checkpoints
 from dtype_lint.facts.flow import library as lib
@@ -27,6 +27,7 @@ from dtype_lint.facts.flow.seeding import (
     WorldOrigin, activation, argument_value, built_value, context_value, part_value, result_value, returned_value,
     world_tensor_parameter, world_values,
 )
+from dtype_lint.facts.flow.tensor_rank import Ranks
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
@@ -99,6 +100,17 @@ def _arg(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg |
                 return arg
             positional += 1
     return None
+
+
+_CATEGORY = {BOOL: 0, INT: 1}
+
+
+def _zero_dim_promotion(dimensioned: str, zero: str) -> str:
+    """torch's result for a dimensioned tensor of ``dimensioned`` and a 0-dim one of ``zero``: the
+    dimensioned dtype unless the 0-dim one is of a higher category (bool < int < float)."""
+    if _CATEGORY.get(zero, 2) > _CATEGORY.get(dimensioned, 2):
+        return zero
+    return dimensioned
 
 
 def _number_kind(node: cst.BaseExpression) -> str | None:
@@ -199,6 +211,10 @@ class Interpreter:
         self._rewrites_globals: bool | None = None
         self._dtype_facts: dict[int, lowp_evidence.FunctionDtypeFacts] = {}  # per function, read once
         self._dtype_reads: list[int] | None = None  # walk numbers of the file's ``x.dtype`` reads
+        self._contracts: dict[int, lowp_contract.Contract | None] = {}  # per class (facts/lowp_contract.py)
+        self._relative: frozenset | None = None
+        self._ranks = Ranks(self.names, self.ctx.module)  # which tensors the code shows 0-dim
+        self._assigned_attrs: dict[int, dict[str, set]] = {}  # per class: attribute -> methods (not __init__) that set it
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> Flow:
@@ -250,6 +266,35 @@ class Interpreter:
         found = self._origins.get(key)
         if found is None:
             found = self._origins[key] = lowp_evidence.FollowsOrigin(follows.node, self._describe, follows.name)
+        return found
+
+    def _contract_of(self, cls: ClassInfo | None, frame: Frame, depth: int = 0) -> lowp_contract.Contract | None:
+        """The library contract a class is under through its bases, in this file (lowp_contract.py)."""
+        if cls is None or depth > 8:
+            return None
+        if id(cls.node) in self._contracts:
+            return self._contracts[id(cls.node)]
+        if self._relative is None:
+            self._relative = lowp_contract.relative_imports(self.ctx.module)
+        found = None
+        for base in cls.node.bases:
+            spelled = dotted_name(base.value) or ""
+            found = lowp_contract.base_contract(spelled, self.names.qualified_names(base.value), self._relative)
+            if found is None:
+                known = self._find_class(spelled, frame)
+                found = self._contract_of(known, frame, depth + 1) if known is not cls else None
+            if found is not None:
+                break
+        self._contracts[id(cls.node)] = found
+        return found
+
+    def _contract_origin(self, node: cst.CSTNode, contract: lowp_contract.Contract,
+                         name: str | None = None) -> lowp_evidence.ContractOrigin:
+        key = ("contract", id(node))
+        found = self._origins.get(key)
+        if found is None:
+            name = name if name is not None else node.name.value
+            found = self._origins[key] = lowp_evidence.ContractOrigin(node, self._describe, name, contract.why)
         return found
 
     def _dtype_facts_of(self, frame: Frame) -> lowp_evidence.FunctionDtypeFacts | None:
@@ -660,6 +705,8 @@ class Interpreter:
             return None
         # the value in this run (the recorded one joins every run of the node)
         found, value = self.lookup(key, frame)
+        if found and key.startswith("self.") and key not in frame.env and self._rebound_elsewhere(key[5:], frame):
+            return None  # ``self.num_inference_steps = None`` in __init__, set by set_timesteps(): either
         if found and value is not None and value.kind == CONST and not value.partial and self._constants_hold():
             # a flag the program writes (``use_lora = False``): the branch it takes
             if kinds == (DTYPE,):
@@ -672,6 +719,26 @@ class Interpreter:
                 and self._constants_hold() else None
             return None if constant is None else constant != negate  # ``use_lora = False``
         return outcome != negate
+
+    def _rebound_elsewhere(self, attr: str, frame: Frame) -> bool:
+        """``self.attr`` is assigned by a method of the class other than ``__init__`` and the one
+        ``frame`` runs: in a method, the value ``__init__`` gave it is only one of its values."""
+        cls = frame.cls
+        if cls is None or "." in attr:
+            return False
+        assigned = self._assigned_attrs.get(id(cls.node))
+        if assigned is None:
+            assigned = self._assigned_attrs[id(cls.node)] = {}
+            for name, method in cls.methods.items():
+                if name == "__init__":
+                    continue
+                for node in walk(method):
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+                        [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+                    for t in targets:
+                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                            assigned.setdefault(t.attr.value, set()).add(id(method))
+        return bool(assigned.get(attr, set()) - {id(frame.function)})
 
     def _constants_hold(self) -> bool:
         """Whether a written flag is the value the program runs with: not in a script that
@@ -1333,6 +1400,11 @@ class Interpreter:
             if follows.parameter and name in frame.env:
                 frame.env[name] = lowp_evidence.evidenced(
                     frame.env[name], self._follows_origin(follows), widen=False)
+        contract = self._contract_of(info.cls, info.outer)
+        for name, param in lowp_contract.contract_parameters(node, contract).items():
+            if name in frame.env:  # a library's contract: float16/bfloat16 on its callers' path
+                frame.env[name] = lowp_evidence.evidenced(
+                    frame.env[name], self._contract_origin(param, contract), widen=False)
         self._active.append(id(node))
         try:
             falls = self._body(node.body, frame)
@@ -1592,9 +1664,16 @@ class Interpreter:
             if word is not None:
                 return make(DTYPE, (word,), self.origin(node))
         base = self.ev(node.value, frame)
+        attr = node.attr.value
+        if attr == "dtype" and (base is None or base.kind == MODULE and not base.dtypes) and frame.cls is not None:
+            contract = self._contract_of(frame.cls, frame)
+            component = lowp_contract.component_dtype(node, contract)
+            if component is not None:
+                # ``self.vae.dtype`` in a diffusers pipeline: its torch_dtype on the usual path (lowp_contract.py)
+                origin = self._contract_origin(node, contract, "self.dtype" if component == "self" else f"self.{component}")
+                return make(DTYPE, LOW, origin).replace(partial=True)
         if base is None:
             return None
-        attr = node.attr.value
         if attr == "dtype" and base.kind in (TENSOR, MODULE, NUMPY, PARAMS):
             return Value(kind=DTYPE, dtypes=base.dtypes, partial=base.partial, origins=base.origins)
         if base.kind == TENSOR:
@@ -1704,7 +1783,18 @@ class Interpreter:
         if left_t and right_t:
             if left.kind != right.kind:
                 return None
-            dtypes, partial = promote(left, right)
+            side = self._zero_dim_side(node, frame) if left.kind == TENSOR else None
+            if side is not None:
+                zero = left if side == "left" else right
+                # a 0-dim tensor does not promote a dimensioned one of its category
+                # (``latents * alphas_cumprod[t]`` keeps the latents' dtype; tensor_rank.py)
+                dimensioned = right if zero is left else left
+                dtypes = frozenset(_zero_dim_promotion(x, y) for x in dimensioned.dtypes for y in zero.dtypes)
+                # what else the 0-dim one may be matters only to a dimensioned int or bool
+                partial = dimensioned.partial or zero.partial and not dimensioned.dtypes <= FLOATS
+                value = make(TENSOR, dtypes, dimensioned.origin).replace(partial=partial)
+                return self._keep_origins(value, dimensioned, zero)
+            dtypes, partial = lowp_evidence.promote_evidenced(left, right)
             if divide and dtypes & {INT, BOOL}:  # true division: NumPy gives float64, torch its default float
                 true_float = FP64 if left.kind == NUMPY else self.default_float
                 dtypes = frozenset(true_float if d in (INT, BOOL) else d for d in dtypes)
@@ -1723,6 +1813,16 @@ class Interpreter:
         if other is not None and other.kind not in tensor_kinds and other.dtypes:
             return None
         return tensor.replace(role=None) if tensor.role else tensor
+
+    def _zero_dim_side(self, node: cst.BinaryOperation, frame: Frame) -> str | None:
+        """Which operand of ``node`` ("left"/"right") the code shows 0-dim when the other is not."""
+        function = frame.function if isinstance(frame.function, cst.FunctionDef) else None
+        cls = frame.cls.node if frame.cls is not None else None
+        left = self._ranks.zero_dim(node.left, function, cls)
+        right = self._ranks.zero_dim(node.right, function, cls)
+        if left == right:
+            return None
+        return "left" if left else "right"
 
     @staticmethod
     def _keep_origins(value: Value, *sources: Value) -> Value:

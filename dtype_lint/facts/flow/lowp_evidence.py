@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 import libcst as cst
 
 from dtype_lint.facts.training import child_nodes
-from dtype_lint.facts.flow.values import FLOATS, FP32, FP64, LOW, TENSOR, UNKNOWN, Origin, Value, make
+from dtype_lint.facts.flow.values import FLOATS, FP32, FP64, LOW, TENSOR, UNKNOWN, Origin, Value, make, promote_pair
 
 # dtype_constant(node) -> "fp16" / "bf16" / "fp32"... or None (the interpreter's reader).
 DtypeReader = Callable[[cst.BaseExpression], "str | None"]
@@ -379,6 +379,36 @@ class FollowsOrigin(EvidenceOrigin):
 
     def describe(self) -> str:
         return f"line {self.line} (`{self.text}`: the function follows the dtype its callers give `{self.name}`)"
+
+
+class ContractOrigin(FollowsOrigin):
+    """The origin of a low dtype a library's contract gives a method's parameter (a diffusers
+    scheduler's ``step(model_output, t, sample)``: facts/lowp_contract.py), on a caller's path."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, node: cst.CSTNode, resolve, name: str = "", why: str = "") -> None:
+        super().__init__(node, resolve, name)
+        self.why = why
+
+    def describe(self) -> str:
+        return f"line {self.line} (`{self.name}`: {self.why})"
+
+
+def promote_evidenced(a: Value, b: Value) -> tuple[frozenset, bool]:
+    """``promote(a, b)`` where the float16 of one and the bfloat16 of the other both come from
+    evidence (a dtype test, a followed dtype, a library contract) do not meet: the evidence says
+    "float16 or bfloat16", the one precision the function's callers give every such tensor, not a
+    float16 tensor beside a bfloat16 one (which would promote to float32)."""
+    def evidence_of(value: Value, dtype: str) -> bool:
+        return any(d == dtype and isinstance(o, EvidenceOrigin) for d, o in value.origins)
+    dtypes = set()
+    for x in a.dtypes:
+        for y in b.dtypes:
+            if x != y and x in LOW and y in LOW and evidence_of(a, x) and evidence_of(b, y):
+                continue
+            dtypes.add(promote_pair(x, y))
+    return frozenset(dtypes), a.partial or b.partial
 
 
 def evidenced(value: Value | None, origin: EvidenceOrigin, widen: bool = True) -> Value | None:
