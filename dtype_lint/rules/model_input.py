@@ -14,7 +14,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
-from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS, autoencoder_input_method, parameterless
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -134,9 +134,16 @@ def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression
     if isinstance(call.func, cst.Attribute):
         value = ctx.flow.value_of(call.func.value)
         if value is not None and value.kind == "module" and (
-                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)):
+                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)
+                or autoencoder_input_method(ctx.names, value.info, call.func.attr.value)):
             return value, call.func.value
     return None, call.func
+
+
+def autoencoder_call(ctx, module: Value, call: cst.Call) -> bool:
+    """``vae.encode(x)`` / ``vae.decode(z)`` on a diffusers autoencoder: its layers meet ``x`` as
+    given, as a torch layer's would (library.AUTOENCODER_CLASSES)."""
+    return isinstance(call.func, cst.Attribute) and autoencoder_input_method(ctx.names, module.info, call.func.attr.value)
 
 
 def only_compared(ctx, module: Value, call: cst.Call, arg: cst.Arg, index: int) -> bool:
@@ -460,8 +467,9 @@ class LowpModelFp32Input(Rule):
         if not module.info:
             # A model built elsewhere (``attempt_load(weights)``): it may cast its own inputs.
             confidence = Confidence.MEDIUM
-        elif not self._own_or_torch(module):
-            # transformers/diffusers models often cast their inputs (ViT casts pixel_values).
+        elif not self._own_or_torch(module) and not autoencoder_call(self.ctx, module, node):
+            # transformers/diffusers models often cast their inputs (ViT casts pixel_values);
+            # a diffusers autoencoder's ``encode``/``decode`` does not (library.AUTOENCODER_CLASSES).
             confidence = Confidence.LOW
         elif module.certain:
             confidence = Confidence.HIGH

@@ -1905,9 +1905,14 @@ class Interpreter:
 
     def _data_loader(self, node: cst.Call, frame: Frame) -> Value | None:
         """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
-        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py)."""
+        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py). With
+        ``collate_fn=<a function of this file>`` a batch is what that function returns, whatever
+        the dataset: it is run on a list of samples the flow does not know."""
+        collate_fn = _arg(node, "collate_fn")
+        if collate_fn is not None:
+            return self._custom_collate(collate_fn.value, frame)
         dataset = self._argument_value(node, "dataset", 0)
-        if dataset is None or dataset.kind != INSTANCE or _arg(node, "collate_fn") is not None:
+        if dataset is None or dataset.kind != INSTANCE:
             return None
         cls = self._find_class(dataset.info, frame) if isinstance(dataset.info, str) else None
         method = cls.methods.get("__getitem__") if cls is not None else None
@@ -1917,6 +1922,17 @@ class Interpreter:
             return None
         sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
         batch = loaders.collate(sample)
+        return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
+
+    def _custom_collate(self, function: cst.BaseExpression, frame: Frame) -> Value | None:
+        """The batch a ``collate_fn`` of this file (a name bound by ``def``) makes of unknown samples."""
+        info = self._find_function(function.value, frame) if isinstance(function, cst.Name) else None
+        if info is None or info.cls is not None:
+            return None
+        params = (*info.node.params.posonly_params, *info.node.params.params)
+        if not params:
+            return None
+        batch, _, _ = self._invoke(info, {params[0].name.value: (None, None, {})}, frame, ())
         return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
 
     def _refine_autocast(self, info: amp.AutocastInfo, node: cst.Call) -> amp.AutocastInfo:
