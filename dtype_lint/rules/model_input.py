@@ -1158,6 +1158,11 @@ class NumpyFloat64Leak(Rule):
     def _from_numpy(self, value: Value) -> bool:
         return from_numpy(self.ctx, value)
 
+    def _leak_on_a_path(self, value: Value | None) -> bool:
+        """float64 from NumPy on some paths, float32 on the others, none unknown."""
+        return value is not None and value.kind == "tensor" and not value.partial and FP64 in value.dtypes \
+            and value.dtypes <= {FP32, FP64} and self._from_numpy(value)
+
     def _leak(self, node: cst.BaseExpression) -> Value | None:
         value = self.ctx.flow.value_of(node)
         if value is not None and value.kind == "tensor" and value.dtype == FP64 and self._from_numpy(value):
@@ -1281,6 +1286,10 @@ class NumpyFloat64Leak(Rule):
         loss = loss_name(self.ctx, node)
         values = [(arg, flow.value_of(arg.value)) for arg in arguments(node) if not arg.star]
         leaks = [(arg, v) for arg, v in values if v is not None and v.kind == "tensor" and v.dtype == FP64 and self._from_numpy(v)]
+        if not leaks and loss is None:
+            # float64 on one path of the program's own branches, float32 on the others (a helper
+            # that converts the array in one branch only): the module call fails on that path
+            leaks = [(arg, v) for arg, v in values if self._leak_on_a_path(v)]
         if not leaks:
             return
         arg, value = leaks[0]
@@ -1336,18 +1345,21 @@ class NumpyFloat64Leak(Rule):
                 and not _runs_in_world(self.ctx, node, module_node):
             return  # ``self.fc(x)`` in a forward the flow ran for ``model(x)``: reported at that call
         (dtype,) = module.dtypes
+        if not value.certain and dtype != FP32:
+            return
         fix = None
         if dtype == FP32:
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32")
-        if not module.certain:
+        if not LowpModelFp32Input._own_or_torch(module) and module.info:
+            confidence = Confidence.LOW
+        elif not module.certain or not value.certain:
             confidence = Confidence.MEDIUM
-        elif LowpModelFp32Input._own_or_torch(module):
-            confidence = Confidence.HIGH
         else:
-            confidence = Confidence.LOW if module.info else Confidence.MEDIUM
+            confidence = Confidence.HIGH if LowpModelFp32Input._own_or_torch(module) else Confidence.MEDIUM
+        where = "" if value.certain else " on one of its paths (float32 on the others)"
         self._report_leak(
             arg.value, value,
-            f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
+            f"`{argument}` is float64{where} ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",
             confidence=confidence,
