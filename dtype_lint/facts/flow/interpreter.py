@@ -1797,6 +1797,9 @@ class Interpreter:
         value = self._current.get(id(arg.value))
         if value is not None and value.kind == DTYPE:
             return value.dtypes, value, True
+        if value is None and isinstance(arg.value, cst.Name) and arg.value.value in lib.PYTHON_TYPE_DTYPES:
+            # ``dtype=float``: torch and NumPy both map the Python type to float64 (int: int64)
+            return frozenset({lib.PYTHON_TYPE_DTYPES[arg.value.value]}), None, True
         text = _string(arg.value)
         if text is not None and text in lib.DTYPE_WORDS:
             return frozenset({lib.DTYPE_WORDS[text]}), None, True
@@ -2809,8 +2812,8 @@ class Interpreter:
         value = self._current.get(id(arg.value))
         if value is not None and value.kind in (DTYPE, NUMPY) and value.dtypes and value.kind == DTYPE:
             return value.dtypes
-        if isinstance(arg.value, cst.Name) and arg.value.value in ("float", "int", "bool"):
-            return frozenset({{"float": FP64, "int": INT, "bool": BOOL}[arg.value.value]})
+        if isinstance(arg.value, cst.Name) and arg.value.value in lib.PYTHON_TYPE_DTYPES:
+            return frozenset({lib.PYTHON_TYPE_DTYPES[arg.value.value]})
         text = _string(arg.value)
         if text is not None and text in lib.DTYPE_WORDS:
             return frozenset({lib.DTYPE_WORDS[text]})

@@ -45,6 +45,9 @@ DTYPE_WORDS = {
 }
 for _name in INT_DTYPE_NAMES:
     DTYPE_WORDS[_name] = INT
+# The Python types given as a dtype (``np.array(rows, dtype=float)``, ``torch.zeros(n, dtype=float)``,
+# ``a.astype(float)``): NumPy and torch both read ``float`` as float64 and ``int`` as int64.
+PYTHON_TYPE_DTYPES = {"float": FP64, "int": INT, "bool": BOOL}
 
 # Prefilter triggers (see dtype_lint.prefilter). The flow learns that a value is float16 or
 # bfloat16 only from a spelling above (``torch.float16``, ``"bf16"``, ``.half()``, ``HalfTensor``)
