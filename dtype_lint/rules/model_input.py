@@ -342,7 +342,9 @@ class LowpModelFp32Input(Rule):
     `model.to(torch.bfloat16)`, `dtype=` on a torch.nn layer) on a tensor the dtype flow knows is
     float32 (a factory without `dtype=`, `.float()`, a float32 helper's result), outside any
     autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
-    confidence only: many of them cast their inputs (ViT casts `pixel_values`). A submodule
+    confidence only: many of them cast their inputs (ViT casts `pixel_values`); a diffusers
+    autoencoder's `vae.encode(x)` / `vae.decode(z)` does not (it hands `x` to its first conv as
+    given: huggingface/diffusers#1543), so it is judged as a torch layer is. A submodule
     called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
     the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
     Lightning in float16, in another file) that does not keep that submodule float32 itself.
@@ -1078,7 +1080,8 @@ class NumpyFloat64Leak(Rule):
     and the `weight=` of a functional loss such as `F.cross_entropy`, whose logits a model of
     the file does not make float64).
     Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
-    returns (the default collate keeps a NumPy array's float64), and a helper's result carries
+    returns (the default collate keeps a NumPy array's float64), or what its `collate_fn` (a
+    function of the file) returns, and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
     (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
     passed to a head's constructor). The finding is where the NumPy data becomes a tensor
@@ -1086,7 +1089,10 @@ class NumpyFloat64Leak(Rule):
     is the line to change, once per conversion, the message naming the line where the float64
     tensor fails; else at that line (a batch of a `DataLoader`, a helper of another file). A
     loss given float64 class weights built elsewhere is reported where it is called, where it
-    raises; a loss this file never calls, at its `weight=`.
+    raises; a loss this file never calls, at its `weight=`. A tensor that is float64 from NumPy
+    on one path of the program's own branches and float32 on the others (a loader that converts
+    the array only when it resamples, openai/whisper#2831) is reported where it reaches a float32
+    module, at medium confidence.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer

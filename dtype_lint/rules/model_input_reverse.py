@@ -43,7 +43,8 @@ INPUT_KEYWORDS = frozenset({"input", "x", "inputs_embeds", "pixel_values", "samp
 
 class Fp32ModelLowpInput(Rule):
     """## What it does
-    Flags a call of a float32 model (a `torch.nn` layer or a module class of this file, float32
+    Flags a call of a float32 model (a `torch.nn` layer, a module class of this file, or a
+    diffusers autoencoder's `encode`/`decode`, which run their layers on the input as given; float32
     on every path: never cast, or cast back with `.float()`) on a tensor that is float16 or
     bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`. A model
     that went through `accelerator.prepare`, `unwrap_model`, `deepspeed.initialize` or a
