@@ -752,3 +752,37 @@ def test_inject_adapter_in_model_returns_the_model_it_is_given():
     )
     value = p.value("net", 6)
     assert value.kind == "module" and value.dtype == "fp16" and value.role == "peft"
+
+
+def test_dataloader_batch_is_what_its_collate_fn_returns():
+    p = Probe(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        def collate(samples):
+            pixels = torch.stack([s["pixels"] for s in samples])
+            return {"pixels": pixels.float(), "ids": torch.stack([s["ids"] for s in samples])}
+        loader = DataLoader(dataset, batch_size=4, collate_fn=collate)
+        for batch in loader:
+            x = batch["pixels"]
+            y = batch["ids"]
+        """
+    )
+    assert p.value("x", 9).dtype == "fp32"
+    y = p.value("y", 10)
+    assert y is None or not y.dtypes  # stacked from samples nobody knows
+
+
+def test_python_type_as_dtype_is_float64():
+    p = Probe(
+        """
+        import numpy as np
+        import torch
+        a = np.array(rows, dtype=float)
+        b = torch.zeros(3, dtype=float)
+        c = torch.ones(3, dtype=int)
+        """
+    )
+    assert p.value("a", 4).dtype == "fp64"
+    assert p.value("b", 5).dtype == "fp64"
+    assert p.value("c", 6).dtype == "int"

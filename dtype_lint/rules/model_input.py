@@ -14,7 +14,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
-from dtype_lint.facts.flow.library import LOWP_TRIGGERS, parameterless, runs_input_as_given
+from dtype_lint.facts.flow.library import LOWP_TRIGGERS, autoencoder_input_method, parameterless, runs_input_as_given
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -134,9 +134,16 @@ def callee_module(ctx, call: cst.Call) -> tuple[Value | None, cst.BaseExpression
     if isinstance(call.func, cst.Attribute):
         value = ctx.flow.value_of(call.func.value)
         if value is not None and value.kind == "module" and (
-                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)):
+                call.func.attr.value == "forward" or _method_runs_layers(ctx, value, call.func.attr.value)
+                or autoencoder_input_method(ctx.names, value.info, call.func.attr.value)):
             return value, call.func.value
     return None, call.func
+
+
+def autoencoder_call(ctx, module: Value, call: cst.Call) -> bool:
+    """``vae.encode(x)`` / ``vae.decode(z)`` on a diffusers autoencoder: its layers meet ``x`` as
+    given, as a torch layer's would (library.AUTOENCODER_CLASSES)."""
+    return isinstance(call.func, cst.Attribute) and autoencoder_input_method(ctx.names, module.info, call.func.attr.value)
 
 
 def only_compared(ctx, module: Value, call: cst.Call, arg: cst.Arg, index: int) -> bool:
@@ -337,7 +344,9 @@ class LowpModelFp32Input(Rule):
     autocast region. Hugging Face models loaded with `dtype=float16` are reported at low
     confidence only: many of them cast their inputs (ViT casts `pixel_values`); diffusers'
     denoisers and autoencoders (`UNet2DConditionModel`, the DiT transformers, `ControlNetModel`,
-    `AutoencoderKL`), which run their first layer on the input as given, at medium. A submodule
+    `AutoencoderKL`), which run their first layer on the input as given, at medium, and so is a
+    diffusers autoencoder's `vae.encode(x)` / `vae.decode(z)` (it hands `x` to its first conv as
+    given: huggingface/diffusers#1543). A submodule
     called on `self` (`self.encoder(x.float())`) is reported at the caller, except in a class
     the whole-program pass checks under a precision world (cast, or handed to DeepSpeed or
     Lightning in float16, in another file) that does not keep that submodule float32 itself.
@@ -473,9 +482,11 @@ class LowpModelFp32Input(Rule):
         if not module.info:
             # A model built elsewhere (``attempt_load(weights)``): it may cast its own inputs.
             confidence = Confidence.MEDIUM
-        elif not self._own_or_torch(module) and not (runs_input_as_given(module.info) and self._library_class(module)):
+        elif not self._own_or_torch(module) and not (runs_input_as_given(module.info) and self._library_class(module)) \
+                and not autoencoder_call(self.ctx, module, node):
             # transformers models often cast their inputs (ViT casts pixel_values); diffusers'
-            # denoisers and autoencoders do not (library.DIFFUSERS_UNCAST_INPUT_MODELS).
+            # denoisers and autoencoders do not (library.DIFFUSERS_UNCAST_INPUT_MODELS), nor does an
+            # autoencoder's ``encode``/``decode`` (library.AUTOENCODER_CLASSES).
             confidence = Confidence.LOW
         elif module.certain:
             confidence = Confidence.HIGH
@@ -1095,7 +1106,8 @@ class NumpyFloat64Leak(Rule):
     and the `weight=` of a functional loss such as `F.cross_entropy`, whose logits a model of
     the file does not make float64).
     Batches of a `DataLoader` over a Dataset class of the file carry what its `__getitem__`
-    returns (the default collate keeps a NumPy array's float64), and a helper's result carries
+    returns (the default collate keeps a NumPy array's float64), or what its `collate_fn` (a
+    function of the file) returns, and a helper's result carries
     its float64 to the caller, in this file or, in a project check, in another one
     (`torch.from_numpy(np.stack(...))` returned by `dataset.py`, scikit-learn class weights
     passed to a head's constructor). The finding is where the NumPy data becomes a tensor
@@ -1103,7 +1115,10 @@ class NumpyFloat64Leak(Rule):
     is the line to change, once per conversion, the message naming the line where the float64
     tensor fails; else at that line (a batch of a `DataLoader`, a helper of another file). A
     loss given float64 class weights built elsewhere is reported where it is called, where it
-    raises; a loss this file never calls, at its `weight=`.
+    raises; a loss this file never calls, at its `weight=`. A tensor that is float64 from NumPy
+    on one path of the program's own branches and float32 on the others (a loader that converts
+    the array only when it resamples, openai/whisper#2831) is reported where it reaches a float32
+    module, at medium confidence.
 
     ## Why is this bad?
     NumPy's default float is float64, and `from_numpy`/`torch.tensor` keep it. A float32 layer
@@ -1180,6 +1195,11 @@ class NumpyFloat64Leak(Rule):
 
     def _from_numpy(self, value: Value) -> bool:
         return from_numpy(self.ctx, value)
+
+    def _leak_on_a_path(self, value: Value | None) -> bool:
+        """float64 from NumPy on some paths, float32 on the others, none unknown."""
+        return value is not None and value.kind == "tensor" and not value.partial and FP64 in value.dtypes \
+            and value.dtypes <= {FP32, FP64} and self._from_numpy(value)
 
     def _leak(self, node: cst.BaseExpression) -> Value | None:
         value = self.ctx.flow.value_of(node)
@@ -1304,6 +1324,10 @@ class NumpyFloat64Leak(Rule):
         loss = loss_name(self.ctx, node)
         values = [(arg, flow.value_of(arg.value)) for arg in arguments(node) if not arg.star]
         leaks = [(arg, v) for arg, v in values if v is not None and v.kind == "tensor" and v.dtype == FP64 and self._from_numpy(v)]
+        if not leaks and loss is None:
+            # float64 on one path of the program's own branches, float32 on the others (a helper
+            # that converts the array in one branch only): the module call fails on that path
+            leaks = [(arg, v) for arg, v in values if self._leak_on_a_path(v)]
         if not leaks:
             return
         arg, value = leaks[0]
@@ -1359,18 +1383,21 @@ class NumpyFloat64Leak(Rule):
                 and not _runs_in_world(self.ctx, node, module_node):
             return  # ``self.fc(x)`` in a forward the flow ran for ``model(x)``: reported at that call
         (dtype,) = module.dtypes
+        if not value.certain and dtype != FP32:
+            return
         fix = None
         if dtype == FP32:
             fix = Fix(Safety.UNSAFE, (suffix_edit(self, arg.value, ".float()"),), "cast to float32")
-        if not module.certain:
+        if not LowpModelFp32Input._own_or_torch(module) and module.info:
+            confidence = Confidence.LOW
+        elif not module.certain or not value.certain:
             confidence = Confidence.MEDIUM
-        elif LowpModelFp32Input._own_or_torch(module):
-            confidence = Confidence.HIGH
         else:
-            confidence = Confidence.LOW if module.info else Confidence.MEDIUM
+            confidence = Confidence.HIGH if LowpModelFp32Input._own_or_torch(module) else Confidence.MEDIUM
+        where = "" if value.certain else " on one of its paths (float32 on the others)"
         self._report_leak(
             arg.value, value,
-            f"`{argument}` is float64 ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
+            f"`{argument}` is float64{where} ({value.since(FP64).replace('since ', 'from NumPy at ')}) but "
             f"`{code(self.ctx, module_node)}` is {dtype_phrase(module)}: mat1 and mat2 must have the same dtype, "
             f"but got Double and {'Float' if dtype == FP32 else 'Half' if dtype == FP16 else 'BFloat16'}",
             confidence=confidence,

@@ -21,6 +21,7 @@ from dtype_lint.rules.model_input import (
     _in_module_class,
     _root_name,
     arguments,
+    autoencoder_call,
     callee_module,
     code,
     dtype_phrase,
@@ -42,7 +43,8 @@ INPUT_KEYWORDS = frozenset({"input", "x", "inputs_embeds", "pixel_values", "samp
 
 class Fp32ModelLowpInput(Rule):
     """## What it does
-    Flags a call of a float32 model (a `torch.nn` layer or a module class of this file, float32
+    Flags a call of a float32 model (a `torch.nn` layer, a module class of this file, or a
+    diffusers autoencoder's `encode`/`decode`, which run their layers on the input as given; float32
     on every path: never cast, or cast back with `.float()`) on a tensor that is float16 or
     bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`. A model
     that went through `accelerator.prepare`, `unwrap_model`, `deepspeed.initialize` or a
@@ -147,7 +149,7 @@ class Fp32ModelLowpInput(Rule):
         module, module_node = callee_module(self.ctx, node)
         if module is None or not module.only(FP32) or is_loss_module(module) or module.role == "quantized":
             return
-        if not LowpModelFp32Input._own_or_torch(module) or module.parts:
+        if not (LowpModelFp32Input._own_or_torch(module) or autoencoder_call(self.ctx, module, node)) or module.parts:
             return  # a model with a low part (``model.vision.half()``) may take low inputs
         inside = _root_name(module_node) == "self"  # reported at the caller, unless a part meets the rest here
         if self.ctx.flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
@@ -227,7 +229,7 @@ class Fp32ModelLowpInput(Rule):
             return False
         if is_loss_module(module) or module.role == "quantized" or module.parts:
             return False
-        if not (forward_like or LowpModelFp32Input._own_or_torch(module)):
+        if not (forward_like or LowpModelFp32Input._own_or_torch(module) or autoencoder_call(self.ctx, module, node)):
             return False  # a Hugging Face model may cast its inputs itself
         if _root_name(module_node) == "self" and _in_module_class(self.ctx, node):
             return False  # ``self``'s dtype is the caller's world

@@ -1919,6 +1919,9 @@ class Interpreter:
         value = self._current.get(id(arg.value))
         if value is not None and value.kind == DTYPE:
             return value.dtypes, value, True
+        if value is None and isinstance(arg.value, cst.Name) and arg.value.value in lib.PYTHON_TYPE_DTYPES:
+            # ``dtype=float``: torch and NumPy both map the Python type to float64 (int: int64)
+            return frozenset({lib.PYTHON_TYPE_DTYPES[arg.value.value]}), None, True
         text = _string(arg.value)
         if text is not None and text in lib.DTYPE_WORDS:
             return frozenset({lib.DTYPE_WORDS[text]}), None, True
@@ -2027,7 +2030,12 @@ class Interpreter:
 
     def _data_loader(self, node: cst.Call, frame: Frame) -> Value | None:
         """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
-        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py)."""
+        dataset's ``__getitem__`` result, collated (facts/flow/loaders.py). With
+        ``collate_fn=<a function of this file>`` a batch is what that function returns, whatever
+        the dataset: it is run on a list of samples the flow does not know."""
+        collate_fn = _arg(node, "collate_fn")
+        if collate_fn is not None:
+            return self._custom_collate(collate_fn.value, frame)
         dataset = self._argument_value(node, "dataset", 0)
         collate_fn = _arg(node, "collate_fn")
         sample = None
@@ -2955,8 +2963,8 @@ class Interpreter:
         value = self._current.get(id(arg.value))
         if value is not None and value.kind in (DTYPE, NUMPY) and value.dtypes and value.kind == DTYPE:
             return value.dtypes
-        if isinstance(arg.value, cst.Name) and arg.value.value in ("float", "int", "bool"):
-            return frozenset({{"float": FP64, "int": INT, "bool": BOOL}[arg.value.value]})
+        if isinstance(arg.value, cst.Name) and arg.value.value in lib.PYTHON_TYPE_DTYPES:
+            return frozenset({lib.PYTHON_TYPE_DTYPES[arg.value.value]})
         text = _string(arg.value)
         if text is not None and text in lib.DTYPE_WORDS:
             return frozenset({lib.DTYPE_WORDS[text]})

@@ -45,6 +45,9 @@ DTYPE_WORDS = {
 }
 for _name in INT_DTYPE_NAMES:
     DTYPE_WORDS[_name] = INT
+# The Python types given as a dtype (``np.array(rows, dtype=float)``, ``torch.zeros(n, dtype=float)``,
+# ``a.astype(float)``): NumPy and torch both read ``float`` as float64 and ``int`` as int64.
+PYTHON_TYPE_DTYPES = {"float": FP64, "int": INT, "bool": BOOL}
 
 # Prefilter triggers (see dtype_lint.prefilter). The flow learns that a value is float16 or
 # bfloat16 only from a spelling above (``torch.float16``, ``"bf16"``, ``.half()``, ``HalfTensor``)
@@ -130,6 +133,27 @@ MODULE_BASES = re.compile(
     r"(^torch\.nn\.(modules\.module\.)?Module$|(^|\.)(nn\.)?Module$|LightningModule$|PreTrainedModel$|ModelMixin$|"
     r"(^|\.)Sequential$|ModuleDict$|ModuleList$)"
 )
+# diffusers' autoencoders: ``encode``/``decode`` hand their first argument to their first conv as
+# given (``Encoder.forward``: ``sample = self.conv_in(sample)``; ``decode``: ``post_quant_conv(z)``),
+# with no cast to the weights' dtype, so an input of another float dtype fails outside autocast:
+# "Input type (float) and bias type (c10::Half) should be the same" (huggingface/diffusers#1543,
+# #4424, #6231). The pipelines cast latents and pixels themselves; a training script does not.
+AUTOENCODER_CLASSES = re.compile(r"^(AutoencoderKL|AsymmetricAutoencoderKL|AutoencoderKLTemporalDecoder|AutoencoderTiny|VQModel)$")
+AUTOENCODER_INPUT_METHODS = frozenset({"encode", "decode"})
+
+
+def autoencoder_input_method(names: "ImportTable", class_name: object, method: str) -> bool:
+    """``vae.encode(x)`` on a diffusers autoencoder (``class_name`` as the flow keeps it, imported
+    from diffusers): the method runs the autoencoder's layers on ``x`` as given."""
+    if method not in AUTOENCODER_INPUT_METHODS or not isinstance(class_name, str):
+        return False
+    short = class_name.rsplit(".", 1)[-1]
+    if not AUTOENCODER_CLASSES.match(short):
+        return False
+    qualified = names.resolve_dotted(class_name) if "." not in class_name else (class_name,)
+    return any(q.startswith("diffusers.") for q in qualified)
+
+
 # ``*.from_pretrained`` receivers that are not models.
 NOT_A_MODEL = re.compile(r"(Tokenizer|Processor|FeatureExtractor|Config|Scheduler|GenerationConfig|Dataset|Pipeline$)")
 PROCESSOR = re.compile(r"(Processor|FeatureExtractor)")
