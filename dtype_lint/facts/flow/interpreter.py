@@ -2032,10 +2032,8 @@ class Interpreter:
         """``DataLoader(dataset)`` over a dataset class of this file: iterating it gives the
         dataset's ``__getitem__`` result, collated (facts/flow/loaders.py). With
         ``collate_fn=<a function of this file>`` a batch is what that function returns, whatever
-        the dataset: it is run on a list of samples the flow does not know."""
-        collate_fn = _arg(node, "collate_fn")
-        if collate_fn is not None:
-            return self._custom_collate(collate_fn.value, frame)
+        the dataset: it is run on a list of the samples (unknown unless the dataset is a class
+        of this file)."""
         dataset = self._argument_value(node, "dataset", 0)
         collate_fn = _arg(node, "collate_fn")
         sample = None
