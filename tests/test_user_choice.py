@@ -113,7 +113,8 @@ def run(x):
 
 def test_a_flag_parameter_is_followed_through_the_calls_that_bind_it():
     ctx, _ = _values(FLAG_PARAMETERS)
-    functions = {f.name.value: f for f in training_facts(ctx).functions.get("outer", []) + training_facts(ctx).functions.get("inner", [])}
+    defined = training_facts(ctx).functions
+    functions = {name: defined[name][0] for name in ("outer", "inner")}
     assert flag_logic.parameter_truth(ctx, functions["outer"], "amp") is False
     assert flag_logic.parameter_truth(ctx, functions["inner"], "amp") is False  # its one call passes outer's
     body = next(n for n in ctx.all_nodes if isinstance(n, cst.Return) and n.value.value == "1")
