@@ -577,3 +577,17 @@ def test_optimizer_over_all_params_of_a_mixed_model_stays_medium():
     report = check_text(FROZEN_BASE.format(params="model.parameters()"), "lora.py", Settings())
     found = {(f.code, f.confidence) for f in report.findings if f.code in ("DTL302", "DTL404")}
     assert found == {("DTL302", Confidence.MEDIUM), ("DTL404", Confidence.MEDIUM)}
+
+
+@pytest.mark.parametrize("tail, hazard", [
+    ("model.load_state_dict(ckpt)\n", "restore the default once the model is built"),  # built to run it
+    ("loss = model(x).sum()\nloss.backward()\n", "in training it makes every parameter"),
+])
+def test_half_default_tensor_type_leads_with_its_deprecation(tail, hazard):
+    source = "import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\nmodel = Transformer(args)\n" + tail
+    report = check_text(source, "generation.py", Settings(select=("DTL702",)))
+    (finding,) = report.findings
+    assert finding.message.startswith(
+        "`torch.set_default_tensor_type(torch.cuda.HalfTensor)` is deprecated since torch 2.1 (torch warns on every"
+        " call): use `torch.set_default_dtype(torch.float16)` and `torch.set_default_device(\"cuda\")`")
+    assert hazard in finding.message

@@ -221,3 +221,59 @@ def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
         placed = True
         found |= loaded
     return frozenset(found) if placed else None
+
+
+AVAILABILITY = re.compile(r"is_available\(\)")
+
+
+def _cpu_only_fallback(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, depth: int = 0) -> bool | None:
+    """Whether ``expr`` names the CPU only as the fallback of a CUDA availability test (``"cuda"
+    if torch.cuda.is_available() else "cpu"``): True; False when it may name the CPU otherwise (a
+    literal, a parameter's default, a flag); None when it never names the CPU."""
+    if expr is None or depth > 5:
+        return False
+    if CPU not in device_choices(ctx, expr, scope):
+        return None
+    if isinstance(expr, cst.Call) and call_name(expr) == "device" and expr.args:
+        return _cpu_only_fallback(ctx, expr.args[0].value, scope, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+        return _cpu_only_fallback(ctx, expr.value, scope, depth + 1)
+    if isinstance(expr, cst.IfExp):
+        if AVAILABILITY.search(ctx.code_for(expr.test)):
+            # the side taken when CUDA is there must not name the CPU; the other side is the fallback
+            negated = isinstance(expr.test, cst.UnaryOperation) and isinstance(expr.test.operator, cst.Not)
+            present = expr.orelse if negated else expr.body
+            return CPU not in device_choices(ctx, present, scope)
+        sides = (_cpu_only_fallback(ctx, expr.body, scope, depth + 1), _cpu_only_fallback(ctx, expr.orelse, scope, depth + 1))
+        return False if False in sides else True
+    if string_value(expr) is not None:
+        return False  # ``"cpu"`` written as such
+    name = dotted_name(expr)
+    if name is None or "." in name or _parameter_default(scope, name) is not False:
+        return False
+    answers = []
+    for statement, value in training_facts(ctx).assignments.get(name, []):
+        if _inside(ctx, statement, scope) or (not answers and _inside(ctx, statement, ctx.module)):
+            answers.append(_cpu_only_fallback(ctx, value, scope if _inside(ctx, statement, scope) else ctx.module, depth + 1))
+    return bool(answers) and False not in answers and True in answers
+
+
+def cpu_only_as_fallback(ctx, key: str, scope: cst.CSTNode) -> bool:
+    """Every move of model ``key`` in ``scope`` that may land on the CPU does so only when CUDA
+    is missing (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``)."""
+    fallback = False
+    for call in training_facts(ctx).calls:
+        if not _inside(ctx, call, scope) or not isinstance(call.func, cst.Attribute) or call_name(call) not in MOVES:
+            continue
+        if chain_root(call) != key and _assigned_to(ctx, call) != key or _only_to_save(ctx, call):
+            continue
+        if call_name(call) == "cpu":
+            return False
+        device = keyword(call, "device") or (positional(call, 0) if call_name(call) == "to" else None)
+        if device is None:
+            continue
+        answer = _cpu_only_fallback(ctx, device, scope)
+        if answer is False:
+            return False
+        fallback = fallback or answer is True
+    return fallback and _loaded_onto(ctx, key, scope) is None

@@ -153,3 +153,115 @@ def truth(ctx, expr: cst.BaseExpression | None, assume: dict[str, bool], depth: 
         bound = binding(ctx, expr)
         return truth(ctx, bound, assume, depth + 1) if bound is not None else None
     return None
+
+
+# -- a flag parameter, as the file's calls bind it ----------------------------------------------
+# ``def loss_step(batch, mixed_precision=False): if mixed_precision: with autocast(): ...`` runs
+# its autocast only for the callers that pass a true value: a function whose every call in the
+# file binds the flag to False (``train_inversion(..., mixed_precision=False)``, itself passing
+# ``mixed_precision=mixed_precision`` on) never takes that branch. Anything the binding cannot
+# read (``*args``, ``**kwargs``, a name used as a value elsewhere, no call) is unknown.
+
+
+def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def callee_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return func.attr.value
+    return None
+
+
+def argument(call: cst.Call, function: cst.FunctionDef, name: str) -> tuple[bool, cst.BaseExpression | None]:
+    """(known, the expression ``call`` binds to parameter ``name`` of ``function``: the keyword,
+    the positional argument, else the default)."""
+    if any(a.star for a in call.args):
+        return False, None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return True, arg.value
+    positional_params = [*function.params.posonly_params, *function.params.params]
+    if positional_params and positional_params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        positional_params = positional_params[1:]
+    given = [a.value for a in call.args if a.keyword is None]
+    for index, param in enumerate(positional_params):
+        if param.name.value == name:
+            if index < len(given):
+                return True, given[index]
+            break
+    param = next((p for p in _parameters(function) if p.name.value == name), None)
+    if param is None or param.default is None:
+        return False, None
+    return True, param.default
+
+
+def calls_of(ctx, function: cst.FunctionDef) -> list[cst.Call] | None:
+    """Every call of ``function`` in this file, or None when its name is also used otherwise
+    (handed on as a value, so called from where the file does not say)."""
+    from dtype_lint.facts.training import training_facts
+
+    name = function.name.value
+    calls = [c for c in training_facts(ctx).calls if callee_name(c) == name]
+    called = {id(c.func) for c in calls} | {id(c.func.attr) for c in calls if isinstance(c.func, cst.Attribute)}
+    for node in ctx.all_nodes:
+        if type(node) is cst.Name and node.value == name and id(node) not in called \
+                and node is not function.name and not _is_attribute_name(ctx, node):
+            return None
+    return calls
+
+
+def _is_attribute_name(ctx, node: cst.Name) -> bool:
+    parent = ctx.parent(node)
+    return isinstance(parent, cst.Attribute) and parent.attr is node and not (
+        isinstance(parent.value, cst.Name) and parent.value.value in ("self", "cls"))
+
+
+def parameter_truth(ctx, function: cst.FunctionDef, name: str, calls=None, depth: int = 0) -> bool | None:
+    """The truth of parameter ``name`` of ``function`` on every call (``calls``, else every call
+    in the file): one value when they all agree, else None."""
+    if depth > MAX_DEPTH:
+        return None
+    if calls is None:
+        calls = calls_of(ctx, function)
+    if not calls:
+        return None
+    values = set()
+    for call in calls:
+        known, expr = argument(call, function, name)
+        if not known:
+            return None
+        value = literal_bool(expr)
+        if value is None and isinstance(expr, cst.Name):
+            caller = ctx.enclosing(call, cst.FunctionDef)
+            if caller is not None and any(p.name.value == expr.value for p in _parameters(caller)):
+                value = parameter_truth(ctx, caller, expr.value, None, depth + 1)
+        if value is None:
+            return None
+        values.add(value)
+    return values.pop() if len(values) == 1 else None
+
+
+def branch_never_taken(ctx, node: cst.CSTNode, calls=None) -> bool:
+    """``node`` sits in a branch of ``if P:`` (``if not P:``) on a parameter ``P`` of its function
+    that the calls (``calls``, else every call of the function in the file) never take."""
+    function = ctx.enclosing(node, cst.FunctionDef)
+    if function is None:
+        return False
+    names = {p.name.value for p in _parameters(function)}
+    child, current = node, ctx.parent(node)
+    while current is not None and current is not function:
+        if isinstance(current, cst.If) and child is not current.test:
+            test, positive = current.test, child is current.body
+            while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, positive = test.expression, not positive
+            if isinstance(test, cst.Name) and test.value in names:
+                value = parameter_truth(ctx, function, test.value, calls)
+                if value is not None and value != positive:
+                    return True
+        child, current = current, ctx.parent(current)
+    return False

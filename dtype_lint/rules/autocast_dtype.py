@@ -8,7 +8,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import config_values
+from dtype_lint.facts import config_values, flag_logic
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
 from dtype_lint.facts.deliberate import requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
@@ -933,7 +933,9 @@ class Fp16AutocastWithoutScaler(Rule):
     (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`), in a file with no loss scaler
     (`GradScaler`, timm's `NativeScaler`, apex `amp.scale_loss`). `accelerator.backward`,
     Fabric and DeepSpeed engines scale the loss themselves and are not flagged; bf16 needs no
-    scaler.
+    scaler. A region under `if mixed_precision:` on a parameter that every call of its function
+    in the file binds to False (directly, or passing on a caller's parameter that its calls bind
+    to False) never runs and is not counted.
 
     ## Why is this bad?
     fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
@@ -1049,15 +1051,19 @@ class Fp16AutocastWithoutScaler(Rule):
             # float16 region, then a bfloat16 one); in a loop the last region may feed the next pass
             candidates.extend(before[-1:] if facts.enclosing_loop(backward) is None else reversed(before))
             for definition in facts.local_callees(loop):
+                # the calls made here bind the callee's flags (``loss_step(..., mixed_precision=False)``)
+                here = [c for c in calls_in(loop) if flag_logic.callee_name(c) == definition.name.value]
                 for with_node in walk(definition.body):
                     if isinstance(with_node, cst.With):
                         info = facts.autocast_of_with(with_node)
-                        if info is not None:
+                        if info is not None and not flag_logic.branch_never_taken(self.ctx, with_node, here):
                             candidates.append(info)
             candidates.extend(info for _, info in facts.enclosing_autocasts(scope))
         for info in candidates:
             if info.enabled is False or info.node is None:
                 continue
+            if flag_logic.branch_never_taken(self.ctx, info.node):
+                continue  # ``if mixed_precision:`` on a parameter every call of the function passes False
             dtypes, source = facts.autocast_dtypes(info)
             if "float16" not in dtypes:
                 continue

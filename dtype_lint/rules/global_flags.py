@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal, literal_bool, literal_string
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.training import calls_in, child_nodes
+from dtype_lint.facts.training import calls_in, child_nodes, is_backward, training_facts
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
@@ -221,7 +221,11 @@ class GlobalDefaultDtype(Rule):
     `"torch.cuda.BFloat16Tensor"`, and also the fp32 types, whose API is deprecated) in a script or
     a training function. A helper that restores the previous default (it also calls
     `torch.get_default_dtype()` or sets the default again) is a scoped use: it is not flagged,
-    except that `set_default_tensor_type` is still reported as deprecated.
+    except that `set_default_tensor_type` is still reported as deprecated. A low-precision
+    `set_default_tensor_type` is reported first as deprecated (with its `set_default_dtype`
+    replacement); in a file that runs no backward (a model built in half precision for inference,
+    LLaMA's `Llama.build`) the hazard named is the default leaking to everything created
+    afterwards, not training.
 
     ## Why is this bad?
     The default dtype is process-wide: every parameter created afterwards (`nn.Linear`,
@@ -331,9 +335,14 @@ class GlobalDefaultDtype(Rule):
         dtype, device = TENSOR_TYPES[qualified]
         device_text = f'`torch.set_default_device("{device}")`' if device else ""
         if dtype in LOW_PRECISION and not self._scoped(node):
+            replacement = f"`torch.set_default_dtype(torch.{dtype})`" + (f" and {device_text}" if device else "")
+            if any(is_backward(call) for call in training_facts(self.ctx).calls):
+                hazard = f"in training it makes every parameter created afterwards {dtype}, norms included: cast the model or use autocast"
+            else:  # a model built in half precision to run it: the default leaks to everything after
+                hazard = f"every tensor created afterwards in the process is {dtype} too: restore the default once the model is built"
             message = (
-                f"`torch.set_default_tensor_type({self.ctx.code_for(argument)})` makes every tensor and parameter "
-                f"created afterwards {dtype} (and the API is deprecated since torch 2.1): cast the model or use autocast"
+                f"`torch.set_default_tensor_type({self.ctx.code_for(argument)})` is deprecated since torch 2.1 (torch warns"
+                f" on every call): use {replacement}; {hazard}"
             )
             self.report(node, message, confidence=Confidence.HIGH)
             return

@@ -11,7 +11,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import devices, flag_logic
+from dtype_lint.facts import devices, flag_logic, user_choice
 from dtype_lint.facts.amp import literal_bool, literal_string
 from dtype_lint.facts.flow.library import FP16_TRIGGERS
 from dtype_lint.facts.flow.values import FP16, Value
@@ -81,7 +81,11 @@ class Fp16OnCpu(Rule):
     `torch.load(f, map_location=device)` places what it loads on `device`, and a device helper of
     the file (YOLOv5's `select_device`: `cpu` without CUDA, `cuda:N` otherwise) names the devices
     its returns name; a model loaded float16 and then halved again under a device check is
-    reported at the load, the cast that does not look at the device.
+    reported at the load, the cast that does not look at the device. A float16 the user opts into
+    (`if args.fp16: dtype = torch.float16` with `--fp16` a `store_true` flag, a `half=False`
+    parameter) on a device whose CPU is only the fallback of `"cuda" if
+    torch.cuda.is_available() else "cpu"` is the user's choice and is not flagged; the same flag
+    with a `--device` that defaults to `cpu` is.
 
     ## Why is this bad?
     CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise
@@ -174,6 +178,9 @@ class Fp16OnCpu(Rule):
                 where = "on the CPU (nothing in this file places it on a GPU)"
                 confidence = Confidence.MEDIUM
             elif devices.CPU in placed:
+                if placed != {devices.CPU} and user_choice.low_precision_chosen(self.ctx, cast) \
+                        and devices.cpu_only_as_fallback(self.ctx, key, scope):
+                    continue  # ``--fp16`` asked for on a machine whose CPU is only the no-CUDA fallback
                 where = "on the CPU" if placed == {devices.CPU} else "on the CPU on some paths (its device may be `\"cpu\"`)"
                 certain = placed == {devices.CPU} and module.only(FP16) and module.certain
                 confidence = Confidence.HIGH if certain else Confidence.MEDIUM
