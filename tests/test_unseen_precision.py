@@ -571,8 +571,13 @@ def test_a_float32_listed_op_under_a_flagged_autocast_is_float32_on_the_runs_its
         return [(c, line) for c, line, _ in _at(text, "main_dino.py", Confidence.MEDIUM) if c == "DTL505"]
     assert found(DINO_LOSS.replace("STUDENT", "student_output")) == []
     assert found(SOFTMAX_LOSS) == []
-    # twin: a tensor cast to float16 by hand stays float16 on the runs where the region is off
-    assert found(DINO_LOSS.replace("STUDENT", "student_output.half()")) == [("DTL505", 14)]
+    # twin: tensors cast to float16 by hand stay float16 on the runs where the region is off (both
+    # factors: the teacher's float32 softmax would promote the product back to float32)
+    both_half = DINO_LOSS.replace("STUDENT", "student_output.half()").replace(
+        "F.softmax(teacher_output, dim=-1).chunk(2)", "F.softmax(teacher_output, dim=-1).half().chunk(2)")
+    assert found(both_half) == [("DTL505", 14)]
+    # iterating the teacher's chunks gives float32 tensors: a float32 factor keeps the loss float32
+    assert found(DINO_LOSS.replace("STUDENT", "student_output.half()")) == []
 
 
 # Cause 11: a model built on the meta device has no weights: `load_state_dict(..., assign=True)` is
