@@ -36,12 +36,15 @@ def _device_of_string(text: str) -> str:
     return CPU if head == CPU else CUDA if head in (CUDA, "gpu") else OTHER
 
 
-def _scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
+def scope_of(ctx, node: cst.CSTNode) -> cst.CSTNode:
+    """The function whose body holds ``node`` (the module at top level): where a model's device
+    and dtype are read together."""
     return ctx.enclosing(node, cst.FunctionDef) or ctx.module
 
 
-def _inside(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
-    return _scope_of(ctx, node) is scope
+def in_scope(ctx, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    """``node`` is in ``scope`` itself, not in a function nested in it."""
+    return scope_of(ctx, node) is scope
 
 
 def _parameter_default(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None | bool:
@@ -88,7 +91,7 @@ def device_choices(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode, dep
         return frozenset()
     found: set[str] = set()
     for statement, value in training_facts(ctx).assignments.get(name, []):
-        if not _inside(ctx, statement, scope):
+        if not in_scope(ctx, statement, scope):
             continue
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             helper = _helper_devices(ctx, value.func.value, depth + 1)
@@ -133,15 +136,15 @@ def _loaded_onto(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
     places every tensor of the checkpoint, modules included, on that device."""
     loads: dict[str, cst.BaseExpression] = {}
     for call in training_facts(ctx).calls:
-        if call_name(call) == "load" and _inside(ctx, call, scope) and keyword(call, "map_location") is not None:
-            target = _assigned_to(ctx, call)
+        if call_name(call) == "load" and in_scope(ctx, call, scope) and keyword(call, "map_location") is not None:
+            target = assigned_to(ctx, call)
             if target is not None and ctx.parent(call) is ctx.enclosing(call, cst.Assign):
                 loads[target] = keyword(call, "map_location")
     if not loads:
         return None
     found: set[str] = set()
     for statement, value in training_facts(ctx).assignments.get(key, []):
-        if not _inside(ctx, statement, scope):
+        if not in_scope(ctx, statement, scope):
             continue
         roots = {dotted_name(n.value) for n in walk(value) if isinstance(n, cst.Subscript)}
         roots |= {dotted_name(n.func.value) for n in walk(value)
@@ -158,7 +161,8 @@ def chain_root(expr: cst.BaseExpression) -> str | None:
     return dotted_name(expr)
 
 
-def _assigned_to(ctx, node: cst.CSTNode) -> str | None:
+def assigned_to(ctx, node: cst.CSTNode) -> str | None:
+    """``model`` in ``model = <node>`` (one target, plain or annotated)."""
     statement = ctx.enclosing(node, cst.Assign, cst.AnnAssign, cst.SimpleStatementLine)
     if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
         return dotted_name(statement.targets[0].target)
@@ -199,7 +203,7 @@ def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
     found: set[str] = set()
     placed = False
     for call in training_facts(ctx).calls:
-        if not _inside(ctx, call, scope):
+        if not in_scope(ctx, call, scope):
             continue
         if call_name(call) in PLACING_WRAPPERS and any(chain_root(a.value) == key for a in call.args):
             placed = True
@@ -208,7 +212,7 @@ def placements(ctx, key: str, scope: cst.CSTNode) -> frozenset[str] | None:
         is_move = isinstance(call.func, cst.Attribute) and call_name(call) in MOVES
         if not is_move and keyword(call, "device_map") is None and keyword(call, "device") is None:
             continue
-        if chain_root(call) != key and _assigned_to(ctx, call) != key:
+        if chain_root(call) != key and assigned_to(ctx, call) != key:
             continue
         if _only_to_save(ctx, call):
             continue
@@ -253,8 +257,8 @@ def _cpu_only_fallback(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode,
         return False
     answers = []
     for statement, value in training_facts(ctx).assignments.get(name, []):
-        if _inside(ctx, statement, scope) or (not answers and _inside(ctx, statement, ctx.module)):
-            answers.append(_cpu_only_fallback(ctx, value, scope if _inside(ctx, statement, scope) else ctx.module, depth + 1))
+        if in_scope(ctx, statement, scope) or (not answers and in_scope(ctx, statement, ctx.module)):
+            answers.append(_cpu_only_fallback(ctx, value, scope if in_scope(ctx, statement, scope) else ctx.module, depth + 1))
     return bool(answers) and False not in answers and True in answers
 
 
@@ -263,9 +267,9 @@ def cpu_only_as_fallback(ctx, key: str, scope: cst.CSTNode) -> bool:
     is missing (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``)."""
     fallback = False
     for call in training_facts(ctx).calls:
-        if not _inside(ctx, call, scope) or not isinstance(call.func, cst.Attribute) or call_name(call) not in MOVES:
+        if not in_scope(ctx, call, scope) or not isinstance(call.func, cst.Attribute) or call_name(call) not in MOVES:
             continue
-        if chain_root(call) != key and _assigned_to(ctx, call) != key or _only_to_save(ctx, call):
+        if chain_root(call) != key and assigned_to(ctx, call) != key or _only_to_save(ctx, call):
             continue
         if call_name(call) == "cpu":
             return False

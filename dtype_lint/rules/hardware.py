@@ -160,10 +160,10 @@ class Fp16OnCpu(Rule):
             key = dotted_name(module_node)
             if key is None and devices.MOVES & {call_name(call)}:
                 # ``model = (ckpt.get("ema") or ckpt["model"]).to(device)``: the name it is moved into
-                key = devices._assigned_to(self.ctx, call)
+                key = devices.assigned_to(self.ctx, call)
             if key is None:
                 continue
-            scope = devices._scope_of(self.ctx, call)
+            scope = devices.scope_of(self.ctx, call)
             # the first place it became float16 that does not look at the device (a model loaded
             # float16 from a checkpoint, then halved again under ``if half:``: the load)
             cast = next((c for c in self._cast_sites(module, key, scope, call) if not self._device_aware(c, scope)), None)
@@ -214,7 +214,7 @@ class Fp16OnCpu(Rule):
                 asked = keyword(call, request.keyword)
                 if asked is None or _literal(asked) != request.value:
                     continue
-                scope = devices._scope_of(self.ctx, loader)
+                scope = devices.scope_of(self.ctx, loader)
                 device = keyword(loader, request.device)
                 if device is None or devices.CPU not in devices.device_choices(self.ctx, device, scope):
                     continue
@@ -260,7 +260,7 @@ class Fp16OnCpu(Rule):
         """Where ``key`` became float16, in the scope of its use: the flow's origins, or the call
         of this scope that handed it to a helper that halved it (``wrap_fp16_model(model)``)."""
         origins = [o.node for dtype, o in module.origins if dtype == FP16]
-        inside = [o for o in origins if o is not None and devices._inside(self.ctx, o, scope)]
+        inside = [o for o in origins if o is not None and devices.in_scope(self.ctx, o, scope)]
         if inside:
             return inside
         found = self._handed_to_helper(key, scope, use)
@@ -269,7 +269,7 @@ class Fp16OnCpu(Rule):
     def _handed_to_helper(self, key: str, scope: cst.CSTNode, use: cst.Call) -> cst.CSTNode | None:
         use_start = self.ctx.source_order(use)[0]
         for call in training_facts(self.ctx).calls:
-            if self.ctx.source_order(call)[0] >= use_start or not devices._inside(self.ctx, call, scope):
+            if self.ctx.source_order(call)[0] >= use_start or not devices.in_scope(self.ctx, call, scope):
                 continue
             related = devices.chain_root(call) == key or any(dotted_name(a.value) == key for a in call.args)
             value = self.ctx.flow.value_of(call)
