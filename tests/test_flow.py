@@ -786,3 +786,26 @@ def test_python_type_as_dtype_is_float64():
     assert p.value("a", 4).dtype == "fp64"
     assert p.value("b", 5).dtype == "fp64"
     assert p.value("c", 6).dtype == "int"
+
+
+def test_iterating_a_tensor_gives_its_dtype_but_not_the_elements_of_a_1d_factory():
+    # rows of a stacked batch keep its dtype; the elements of ``torch.logspace(...)`` are 0-dim,
+    # which promote nothing they meet, so they stay unknown (ControlNet's ``zip(samples, scales)``)
+    p = Probe(
+        """
+        import torch
+        masks = torch.stack([torch.ones(4, 4), torch.zeros(4, 4)])
+        for mask in masks:
+            m = mask
+        scales = torch.logspace(-1, 0, 3) * 2.0
+        for scale in scales:
+            s = scale
+        steps = torch.arange(3, dtype=torch.float16)
+        for step in steps:
+            t = step
+        """
+    )
+    assert p.value("m", 5).dtype == "fp32"
+    for name, line in (("s", 8), ("t", 11)):
+        value = p.value(name, line)
+        assert value is None or not value.dtypes

@@ -27,7 +27,7 @@ from dtype_lint.facts.flow.seeding import (
     WorldOrigin, activation, argument_value, built_value, context_value, part_value, result_value, returned_value,
     world_tensor_parameter, world_values,
 )
-from dtype_lint.facts.flow.tensor_rank import Ranks
+from dtype_lint.facts.flow.tensor_rank import ONE_D_FACTORIES, Ranks
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
@@ -905,6 +905,16 @@ class Interpreter:
             changed = self._as_part(changed, target)
         self.mutate(module_key, changed, frame)
 
+    def _made_one_dim(self, tensor: Value) -> bool:
+        """``tensor`` comes from a 1-D factory (``torch.logspace(...)``): its elements are 0-dim
+        and promote nothing they meet (facts/flow/tensor_rank.py), so they are left unknown."""
+        for _, origin in tensor.origins:
+            node = getattr(origin, "node", None)
+            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)) \
+                    and any(q in ONE_D_FACTORIES for q in self.names.qualified_names(node.func)):
+                return True
+        return False
+
     def _element(self, iterated: Value | None, node: cst.BaseExpression) -> Value | None:
         """What one iteration of ``for target in node`` binds."""
         if iterated is None:
@@ -924,7 +934,7 @@ class Interpreter:
             return joined
         if iterated.kind == MODULE and iterated.items is not None:
             return _joined(iterated.items)  # ``for block in self.blocks``
-        if iterated.kind == TENSOR and iterated.dtypes and iterated.role is None:
+        if iterated.kind == TENSOR and iterated.dtypes and iterated.role is None and not self._made_one_dim(iterated):
             return iterated.replace(items=None, element=None)  # ``for mask in masks``: its rows, same dtype
         if iterated.element is not None:
             return iterated.element

@@ -30,7 +30,7 @@ from dtype_lint.facts.training import child_nodes, walk
 _ELEMENTWISE = frozenset("sqrt rsqrt exp log log1p expm1 abs sin cos tan tanh sigmoid neg clamp clip pow square".split())
 _KEEPS = frozenset("to float double half bfloat16 clone detach cpu cuda type contiguous".split())
 _REDUCTIONS = frozenset("sum mean prod max min amax amin std var norm".split())
-_ONE_D_FACTORIES = frozenset({"torch.linspace", "torch.arange", "torch.logspace"})
+ONE_D_FACTORIES = frozenset({"torch.linspace", "torch.arange", "torch.logspace"})
 _CUMULATIVE = frozenset({"cumprod", "cumsum"})
 _MAX_DEPTH = 16
 
@@ -151,7 +151,7 @@ class Ranks:
     def _one_call(self, call: cst.Call, function, cls, d) -> bool:
         func = call.func
         first = call.args[0].value if call.args else None
-        if _calls_torch(self.names, func, _ONE_D_FACTORIES):
+        if _calls_torch(self.names, func, ONE_D_FACTORIES):
             return True
         if _calls_torch(self.names, func, {"torch.tensor", "torch.as_tensor"}):
             return first is not None and self._flat_list(first, function)
