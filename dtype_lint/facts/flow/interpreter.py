@@ -213,7 +213,7 @@ class Interpreter:
         self._dtype_reads: list[int] | None = None  # walk numbers of the file's ``x.dtype`` reads
         self._contracts: dict[int, lowp_contract.Contract | None] = {}  # per class (facts/lowp_contract.py)
         self._relative: frozenset | None = None
-        self._ranks = Ranks(self.names, self.ctx.module)  # which tensors the code shows 0-dim
+        self._ranks = Ranks(ctx)  # which tensors the code shows 0-dim
         self._assigned_attrs: dict[int, dict[str, set]] = {}  # per class: attribute -> methods (not __init__) that set it
 
     # ---------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dtype_lint.facts.training import child_nodes, walk
+from dtype_lint.facts.training import walk
 
 _ELEMENTWISE = frozenset("sqrt rsqrt exp log log1p expm1 abs sin cos tan tanh sigmoid neg clamp clip pow square".split())
 _KEEPS = frozenset("to float double half bfloat16 clone detach cpu cuda type contiguous".split())
@@ -43,11 +43,13 @@ def _calls_torch(names, func: cst.BaseExpression, wanted) -> str | None:
 
 
 class Ranks:
-    """0-dim and 1-D questions about expressions of one file (``names``: its import table)."""
+    """0-dim and 1-D questions about expressions of one file (``ctx``: its FileContext, whose import
+    table, source order and parents the questions read)."""
 
-    def __init__(self, names, module: cst.Module | None = None) -> None:
-        self.names = names
-        self.module = module
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.names = ctx.names
+        self.module = ctx.module
         self._bindings: dict[int, dict] = {}  # per scope node: name -> [assigned values] or None
         self._memo: dict[tuple, bool] = {}
 
@@ -294,25 +296,21 @@ class Ranks:
         if values is None:
             return None
         if use is not None:
-            values = _reaching(values, use, self._tree(scope))
+            values = _reaching(values, use, self._position, self._parent_within(scope))
         return [(v, function) for _, v in values]
 
-    def _tree(self, function: cst.FunctionDef | cst.Module) -> tuple[dict, dict]:
-        """(id(node) -> pre-order index, id(node) -> parent) within ``function``."""
-        key = ("tree", id(function))
-        found = self._bindings.get(key)
-        if found is None:
-            order, parents = {}, {}
-            stack = [function]
-            while stack:
-                node = stack.pop()
-                order[id(node)] = len(order)
-                children = child_nodes(node)
-                for child in children:
-                    parents[id(child)] = node
-                stack.extend(reversed(children))
-            found = self._bindings[key] = (order, parents)
-        return found
+    def _position(self, node: cst.CSTNode) -> int | None:
+        """``node``'s number in the file's source-order walk (None: not a node of the file)."""
+        try:
+            return self.ctx.source_order(node)[0]
+        except KeyError:
+            return None
+
+    def _parent_within(self, scope: cst.CSTNode):
+        """The file's parent links, stopping at ``scope`` (a loop around a function is not around its code)."""
+        def parent(node: cst.CSTNode) -> cst.CSTNode | None:
+            return self.ctx.parent(node) if node is not scope else None
+        return parent
 
     def _attribute_values(self, attr: str, cls: cst.ClassDef) -> list | None:
         """The values ``self.attr`` is assigned in the class, less the moves and casts of itself
@@ -355,27 +353,30 @@ def _moved_self(value: cst.BaseExpression, attr: str) -> bool:
 _LOOPS = (cst.For, cst.While)
 
 
-def _reaching(values: list, use: cst.CSTNode, tree: tuple[dict, dict]) -> list:
+def _reaching(values: list, use: cst.CSTNode, position, parent) -> list:
     """The (assignment, value) pairs that may reach ``use``: the last assignment before it when it
     is in a block around ``use`` (it then hides the earlier ones), else every one before it; and
     those after it in a loop around it (the next iteration)."""
-    order, parents = tree
-    at = order.get(id(use))
+    at = position(use)
     if at is None:
         return values
 
     def ancestors(node):
         found = []
-        current = parents.get(id(node))
+        current = parent(node)
         while current is not None:
             found.append(current)
-            current = parents.get(id(current))
+            current = parent(current)
         return found
+
+    def order(node, missing):
+        found = position(node)
+        return missing if found is None else found
 
     around = ancestors(use)
     around_ids = {id(n) for n in around}
-    before = [(a, v) for a, v in values if order.get(id(a), at) < at]
-    later = [(a, v) for a, v in values if order.get(id(a), -1) > at and any(
+    before = [(a, v) for a, v in values if order(a, at) < at]
+    later = [(a, v) for a, v in values if order(a, -1) > at and any(
         isinstance(loop, _LOOPS) and id(loop) in around_ids and id(loop) in {id(n) for n in ancestors(a)}
         for loop in around)]
     if before:
