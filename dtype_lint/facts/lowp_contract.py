@@ -46,6 +46,15 @@ class Contract:
     parameters: frozenset
     why: str
     components: frozenset = frozenset()  # ``self.<component>.dtype`` (and ``self.dtype``) is the library's low dtype
+    # component -> the methods that run its first layer on their first argument as given: a
+    # component whose dtype is its own (not always the library's low one), so what it is given
+    # must be cast to ``self.<component>.dtype`` (facts/own_dtype_components.py)
+    own_dtype: tuple = ()
+    own_dtype_why: str = ""
+    # components whose output is a tensor in the library's low dtype: ``self.<name>(...)``, or
+    # ``self.<name>.<method>(...)`` for (name, method) pairs (facts/pipeline_outputs.py)
+    output_calls: frozenset = frozenset()
+    output_methods: frozenset = frozenset()
 
 
 CONTRACTS = (
@@ -65,6 +74,19 @@ CONTRACTS = (
         why="a diffusers pipeline loaded with `torch_dtype=torch.float16` (or bfloat16) has its models in that dtype",
         components=frozenset("vae unet transformer transformer_2 prior decoder controlnet text_encoder text_encoder_2"
                              " text_encoder_3 image_encoder".split()),
+        # The VAE is the one component users keep apart: float32 while the rest runs float16/
+        # bfloat16 (``pipe.vae.to(torch.float32)``, ``AutoencoderKL...from_pretrained(...,
+        # torch_dtype=torch.float32)`` passed as ``vae=``, the SDXL ``force_upcast``/``upcast_vae()``
+        # idiom), or in the pipeline's dtype otherwise. Its ``encode``/``decode`` run ``conv_in`` /
+        # ``post_quant_conv`` on their input as given, so the pipelines cast that input to
+        # ``self.vae.dtype`` (huggingface/diffusers e7f3a73, 5ded26c, 3c0a012, d4b2bfc).
+        own_dtype=(("vae", frozenset({"encode", "decode", "tiled_encode", "tiled_decode"})),),
+        own_dtype_why="a diffusers pipeline's VAE may be kept in float32 while the pipeline runs float16/bfloat16",
+        # Audio pipelines' vocoders (SpeechT5HifiGan) and the VAE's decode give the waveform or image
+        # in the pipeline's dtype; loaded with ``torch_dtype=torch.bfloat16`` that is bfloat16, which
+        # NumPy has no dtype for (huggingface/diffusers 90eac14: ``waveform.cpu().float()``).
+        output_calls=frozenset({"vocoder"}),
+        output_methods=frozenset({("vae", "decode")}),
     ),
 )
 

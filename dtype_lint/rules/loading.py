@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import pipeline_outputs
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import (
@@ -424,6 +425,13 @@ class Bf16NumpyExport(Rule):
     knows may be bfloat16: the output of a bf16 model or of a bf16 autocast region, a `.to(torch.bfloat16)`
     result, followed through `.detach()`, `.cpu()` and other dtype-keeping steps.
 
+    In a diffusers pipeline (a `DiffusionPipeline` subclass), the output of a component that runs
+    in the pipeline's `torch_dtype` (`self.vocoder(mel)`, `self.vae.decode(z).sample`) is
+    bfloat16 when the pipeline is loaded with `torch_dtype=torch.bfloat16`: such an output
+    followed through dtype-keeping steps to a NumPy conversion in the same method is reported
+    there, and one a method returns as is to a caller of the class that converts it is reported
+    at the `return`, where the `.float()` belongs (huggingface/diffusers 90eac14; medium).
+
     ## Why is this bad?
     numpy has no bfloat16: the conversion raises "TypeError: Got unsupported ScalarType
     BFloat16" (mindee/doctr#1342), typically at the end of an evaluation or an embedding export,
@@ -453,12 +461,15 @@ class Bf16NumpyExport(Rule):
     queries = (
         "the dtype flow: whether the tensor may be bfloat16 (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "a library object's component output in the library's low dtype, followed to a NumPy conversion (facts/pipeline_outputs.py, catalog in facts/lowp_contract.py)",
     )
     fix_safety = Safety.UNSAFE
     # ``.numpy()``, or ``numpy.asarray``/``array``/``asanyarray`` (imported from numpy), on a tensor that
     # may be bfloat16: a bf16 spelling, or an autocast region (CPU autocast defaults to bf16).
     triggers = (exact_word("numpy"),)
-    required_triggers = ((exact_word("bfloat16"), exact_word("bf16"), exact_word("BFloat16Tensor"), "autocast"),)
+    # a diffusers pipeline runs in bfloat16 without spelling it (facts/pipeline_outputs.py)
+    required_triggers = ((exact_word("bfloat16"), exact_word("bf16"), exact_word("BFloat16Tensor"), "autocast",
+                          "DiffusionPipeline"),)
     valid = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\nout = model(x)\ny = out.float().numpy()\n",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 4).to(torch.bfloat16)\npred = model(x).argmax(-1).cpu().numpy()\n",
@@ -512,6 +523,24 @@ class Bf16NumpyExport(Rule):
             confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
             fix=fix,
         )
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        # A pipeline component's output, in the pipeline's torch_dtype (bfloat16 among them),
+        # converted to NumPy (facts/pipeline_outputs.py).
+        for found in pipeline_outputs.exports_in(self.ctx, node):
+            line = self.ctx.position(found.conversion).start.line
+            source = self.ctx.code_for(found.source)
+            if found.returned_by is None:
+                where = f"`{self.ctx.code_for(found.conversion)}` converts it"
+            else:
+                where = f"`{found.returned_by}` returns it as is and line {line} converts it (`{self.ctx.code_for(found.conversion)}`)"
+            self.report(
+                found.at,
+                f"`{source if len(source) < 60 else source[:57] + '...'}` gives a tensor in the pipeline's dtype ({found.why},"
+                f" bfloat16 among them) and {where} to NumPy: numpy has no bfloat16 (\"Got unsupported ScalarType"
+                " BFloat16\"); convert with `.float()` first",
+                confidence=Confidence.MEDIUM,
+            )
 
     def _numpy_function(self, func: cst.BaseExpression) -> bool:
         return any(name.startswith("numpy.") for name in self.ctx.names.qualified_names(func))

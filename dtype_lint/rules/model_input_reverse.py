@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import inplace_upcast
+from dtype_lint.facts import inplace_upcast, own_dtype_components
 from dtype_lint.facts.branch_conditions import branches, exclusive, runs_whenever
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Origin, Value
 from dtype_lint.facts.flow.values import DTYPE
@@ -77,6 +77,18 @@ class Fp32ModelLowpInput(Rule):
     needs_upcasting: self.vae.to(dtype=torch.float16)`) with no method of the class run between
     the test and the cast back: read after the upcast, that test is false.
 
+    A library object's component whose dtype is its own (facts/own_dtype_components.py): a
+    diffusers pipeline's VAE, which users keep in float32 while the pipeline runs
+    float16/bfloat16 (or leave in the pipeline's dtype). Where the file itself shows that (an
+    input cast to `self.vae.dtype`, an upcast of the VAE, `force_upcast`, a documented example
+    loading the VAE in float32), a tensor the method casts to another dtype on every path (a
+    dtype constant, `prompt_embeds.dtype`, `self.transformer.dtype`, a `dtype` parameter every
+    caller in the class gives one of those) and then hands to `self.vae.encode`/`decode` is
+    reported at the cast (medium): one of the two setups feeds the VAE another dtype
+    (huggingface/diffusers e7f3a73). A cast to `self.vae.dtype` (or to `dtype or
+    self.vae.dtype`), a parameter some caller gives the VAE's dtype, and an input the method
+    did not cast stay silent.
+
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
     dtype, but got Half and Float` (`Input type (c10::Half) and bias type (float) should be the
@@ -119,10 +131,12 @@ class Fp32ModelLowpInput(Rule):
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
         "whether two casts or calls can run in one configuration (facts/branch_conditions.py)",
         "a module upcast in place under a test of its own dtype (facts/inplace_upcast.py)",
+        "a library component whose dtype is its own, given a tensor cast to another dtype (facts/own_dtype_components.py, catalog in facts/lowp_contract.py)",
         "the file's assignments, to find a model that went through a wrapper that autocasts its forward (`accelerator.prepare`, `deepspeed.initialize`; facts/training.py)",
     )
     fix_safety = Safety.UNSAFE
-    triggers = LOWP_TRIGGERS
+    # a diffusers pipeline runs in its low torch_dtype without spelling it (facts/own_dtype_components.py)
+    triggers = LOWP_TRIGGERS + ("DiffusionPipeline",)
     valid = (
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10).half()\nwith torch.autocast('cuda'):\n    model(x)\n",
@@ -190,6 +204,32 @@ class Fp32ModelLowpInput(Rule):
                 f" `{found.module}.dtype` on every path, or cast the module back after the call",
                 confidence=Confidence.MEDIUM,
             )
+        # A component whose dtype is its own (a pipeline's VAE) given a tensor the method cast to
+        # another dtype (facts/own_dtype_components.py).
+        reported: set[int] = set()
+        for found in own_dtype_components.inputs_in(self.ctx, node):
+            # at the cast when it is there for the VAE (one report for the calls it feeds), else at the input
+            at = found.cast if found.feeds_only else found.argument
+            if id(at) not in reported:
+                reported.add(id(at))
+                self._report_own_dtype(found, at)
+
+    def _report_own_dtype(self, found, at: cst.CSTNode) -> None:
+        line = self.ctx.position
+        dtype = own_dtype_components.cast_dtype(found.cast) or found.cast
+        via = f" (every caller gives `{found.dtype_text}`, e.g. line {line(found.via).start.line})" if found.via is not None else ""
+        evidence = "" if found.evidence is None else (
+            f" (this file reads `{found.component}`'s own dtype at line {line(found.evidence).start.line},"
+            f" `{code(self.ctx, found.evidence)}`)")
+        self.report(
+            dtype if found.feeds_only else at,
+            f"`{found.name}` is cast at line {line(found.cast).start.line} to `{code(self.ctx, dtype)}`{via} and then given to"
+            f" `{code(self.ctx, found.call.func)}` (line {line(found.call).start.line}), whose dtype is its own:"
+            f" {found.why}{evidence}, so a float32 VAE, or one in the pipeline's dtype, gets another"
+            " dtype (Input type (c10::Half) and bias type (float) should be the same); cast the input to"
+            f" `{found.component}.dtype`",
+            confidence=Confidence.MEDIUM,
+        )
 
     def _wrapped(self, module_node: cst.BaseExpression) -> bool:
         """The model went through a wrapper that runs its forward under autocast or casts its
