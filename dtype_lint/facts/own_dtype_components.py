@@ -94,8 +94,8 @@ def inputs_in(ctx, function: cst.FunctionDef) -> list[OtherDtypeInput]:
         calls = [node for node in walk(function.body) if isinstance(node, cst.Call)
                  and isinstance(node.func, cst.Attribute) and node.func.attr.value in methods
                  and dotted_name(node.func.value) == module]
-        if not calls:
-            continue
+        if not calls or _casts_component(function, module, component):
+            continue  # the method sets the component's dtype itself (facts/inplace_upcast.py's shape)
         evidence = _own_dtype_evidence(ctx, cls, component)
         for call in calls:
             item = _other_dtype_input(ctx, function, cls, call, module, component)
@@ -107,6 +107,16 @@ def inputs_in(ctx, function: cst.FunctionDef) -> list[OtherDtypeInput]:
                 found.append(OtherDtypeInput(call, module, argument, name, cast, feeds_only, text, via, evidence,
                                              contract.own_dtype_why))
     return found
+
+
+def _casts_component(function: cst.FunctionDef, module: str, component: str) -> bool:
+    for node in walk(function.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if dotted_name(node.func.value) == module and node.func.attr.value in ("to", "float", "half", "bfloat16", "type"):
+                return True
+            if dotted_name(node.func.value) == "self" and node.func.attr.value == f"upcast_{component}":
+                return True
+    return False
 
 
 def _own_dtype_evidence(ctx, cls: cst.ClassDef, component: str) -> cst.CSTNode | None:
