@@ -17,13 +17,11 @@ that cast names: a dtype constant, another component's dtype (``prompt_embeds.dt
 ``self.transformer.dtype``) or a parameter every caller in the class gives one of those. A cast
 that names the component's own dtype anywhere (``dtype or self.vae.dtype``), a parameter some
 caller gives the component's dtype or something unknown, and any input the method did not cast
-leave it silent. A constant or a caller's dtype counts only where the file itself shows that the
-component's dtype is its own (it casts some input to ``self.vae.dtype``, upcasts the VAE, reads
-``force_upcast``, or its documented example keeps the VAE in float32): many pipelines cast the
-VAE's input to the ``dtype`` their ``__call__`` computes from the prompt embeddings, written for a
-VAE in the pipeline's dtype. A cast in the method itself to another tensor's dtype
-(``latents.to(prompt_embeds.dtype)``) right before the VAE is that choice spelled out, and
-counts alone.
+leave it silent. It counts only where the file itself shows that the component's dtype is its
+own (it casts some input to ``self.vae.dtype``, upcasts the VAE, reads ``force_upcast``, or its
+documented example keeps the VAE in float32): many pipelines cast the VAE's input to the dtype of
+their prompt embeddings, written for a VAE in the pipeline's dtype; measured on diffusers itself,
+most such casts sit in files that never treat the VAE apart, where the claim is debatable.
 """
 
 from __future__ import annotations
@@ -101,8 +99,8 @@ def inputs_in(ctx, function: cst.FunctionDef) -> list[OtherDtypeInput]:
             item = _other_dtype_input(ctx, function, cls, call, module, component)
             if item is not None:
                 argument, name, cast, text, via, kind = item
-                if evidence is None and not (kind == "other" and via is None):
-                    continue  # a constant or a caller's dtype: only where the file shows the VAE apart
+                if evidence is None:
+                    continue  # only where the file shows the VAE apart
                 feeds_only = _feeds_only(ctx, cast, call, name, {id(c) for c in calls})
                 found.append(OtherDtypeInput(call, module, argument, name, cast, feeds_only, text, via, evidence,
                                              contract.own_dtype_why))
