@@ -24,6 +24,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts.lowp_contract import VAE_INPUT_METHODS
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import call_name, keyword, positional, walk
 
@@ -31,7 +32,7 @@ from dtype_lint.facts.training import call_name, keyword, positional, walk
 # StableDiffusionXLPipeline.upcast_vae and its copies): method -> the module, relative to self.
 UPCAST_METHODS = {"upcast_vae": "vae"}
 # Methods of a module that run its layers on their first argument as given (diffusers' autoencoders).
-INPUT_METHODS = frozenset({"encode", "decode", "tiled_encode", "tiled_decode"})
+INPUT_METHODS = VAE_INPUT_METHODS
 FLOAT32 = re.compile(r"^(torch\.)?float(32)?$")
 
 

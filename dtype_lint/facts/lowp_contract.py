@@ -57,6 +57,10 @@ class Contract:
     output_methods: frozenset = frozenset()
 
 
+# diffusers autoencoders' methods that run its first layer on their first argument as given
+# (``encode`` -> ``encoder.conv_in``, ``decode`` -> ``post_quant_conv``; the tiled ones likewise).
+VAE_INPUT_METHODS = frozenset({"encode", "decode", "tiled_encode", "tiled_decode"})
+
 CONTRACTS = (
     Contract(
         library="diffusers",
@@ -80,7 +84,7 @@ CONTRACTS = (
         # idiom), or in the pipeline's dtype otherwise. Its ``encode``/``decode`` run ``conv_in`` /
         # ``post_quant_conv`` on their input as given, so the pipelines cast that input to
         # ``self.vae.dtype`` (huggingface/diffusers e7f3a73, 5ded26c, 3c0a012, d4b2bfc).
-        own_dtype=(("vae", frozenset({"encode", "decode", "tiled_encode", "tiled_decode"})),),
+        own_dtype=(("vae", VAE_INPUT_METHODS),),
         own_dtype_why="a diffusers pipeline's VAE may be kept in float32 while the pipeline runs float16/bfloat16",
         # Audio pipelines' vocoders (SpeechT5HifiGan) and the VAE's decode give the waveform or image
         # in the pipeline's dtype; loaded with ``torch_dtype=torch.bfloat16`` that is bfloat16, which
