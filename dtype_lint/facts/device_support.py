@@ -126,7 +126,26 @@ def _made_on_cpu(ctx, name: str, scope: cst.CSTNode) -> bool:
             place = keyword(call, "device")
             if place is not None:
                 places.append(devices.device_choices(ctx, place, scope))
-        if not places or any(choices != {devices.CPU} for choices in places):
+        if any(choices != {devices.CPU} for choices in places):
             return False
-        found = True
+        # a rebinding with no device of its own (``freqs = torch.outer(t, freqs).float()``) stays
+        # where its inputs are
+        found = found or bool(places)
     return found
+
+
+def handled(ctx, node: cst.CSTNode) -> bool:
+    """``node`` runs where its failure is expected or its device fixed: in a ``try`` body with a
+    handler (a probe of the device's float64 support), or under ``with torch.device("cpu"):``."""
+    current, parent = node, ctx.parent(node)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(parent, cst.Try) and current is parent.body and parent.handlers:
+            return True
+        if isinstance(parent, cst.With) and current is parent.body:
+            for item in parent.items:
+                call = item.item
+                if isinstance(call, cst.Call) and call.args and devices.call_name(call) == "device" \
+                        and devices.device_choices(ctx, call.args[0].value, ctx.module) == {devices.CPU}:
+                    return True
+        current, parent = parent, ctx.parent(parent)
+    return False

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.amp import dtype_literal
-from dtype_lint.facts.device_support import mps_evidence, may_be_mps, under_device_test
+from dtype_lint.facts.device_support import handled, mps_evidence, may_be_mps, under_device_test
 from dtype_lint.facts.devices import scope_of
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.numerics import call_shape, explain
@@ -122,7 +122,7 @@ class DeviceMissingDtype(Rule):
         if code is None or device is None or not data.device_lacks(code, "mps"):
             return
         scope = scope_of(self.ctx, node)
-        if not may_be_mps(self.ctx, device, scope) or under_device_test(self.ctx, node):
+        if not may_be_mps(self.ctx, device, scope) or under_device_test(self.ctx, node) or handled(self.ctx, node):
             return
         literal = string_value(device)
         if literal is not None:
@@ -147,6 +147,18 @@ class DeviceMissingDtype(Rule):
         for arg in (a for a in node.args if a.keyword is None and not a.star):
             if dtype_literal(self.ctx.names, arg.value) is not None:
                 dtype_expr = dtype_expr or arg.value
-            elif device is None:
-                device = arg.value
+            elif device is None and _spells_device(arg.value):
+                device = arg.value  # not ``x.to(orig_dtype)`` nor ``x.to(other)``
         return dtype_expr, device
+
+
+def _spells_device(expr: cst.BaseExpression) -> bool:
+    """A positional ``.to()`` argument that names a device: a string, ``torch.device(...)``,
+    ``x.device``, or a name that says so (``device``, ``self.device``, ``target_device``)."""
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.Call):
+        return isinstance(expr.func, (cst.Name, cst.Attribute)) and (
+            expr.func.value if isinstance(expr.func, cst.Name) else expr.func.attr.value) == "device"
+    last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    return "device" in last.lower()
