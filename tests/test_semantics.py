@@ -304,3 +304,15 @@ def test_complex_results_match_live_torch(op, call, complex_result):
             assert torch.equal(live.float(), live.real.float())  # the imaginary part is gone
     elif op != "torch.fft.ifft":
         assert not live.dtype.is_complex
+
+
+def test_device_gaps_match_torchs_op_database():
+    """MPS has no float64 at all: no op of op_db claims it there (the generator's ``devices``);
+    CPU and CUDA are asked per op, and a device the data does not list is unknown."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    claimed = set().union(*(op.supported_dtypes("mps") for op in op_db))
+    assert torch.float64 not in claimed and torch.float32 in claimed and torch.float16 in claimed
+    assert DATA.device_lacks("fp64", "mps") is True
+    assert DATA.device_lacks("fp32", "mps") is False and DATA.device_lacks("fp16", "mps") is False
+    assert DATA.device_lacks("fp64", "npu") is None and DATA.device_lacks("fp64", "cuda") is None

@@ -40,6 +40,8 @@ Where each fact comes from (an entry's ``src``):
   of a 4096-element input for reductions, against float32 on the same (rounded) values:
   ``overflow`` (inf where float32 is finite) or ``precision`` (relative error above 1 % for
   float16, 5 % for bfloat16).
+* devices (``devices``): dtypes no op of op_db claims on a device (MPS: float64), so the device
+  has no tensor of that dtype at all.
 * every other public name under ``torch`` (submodules included) is catalogued by kind: a
   namespace, a dtype, a class, a function that returns no tensor (from its annotations and
   torch's ``.pyi`` stubs), or a value.
@@ -942,6 +944,26 @@ def opdb_entries(names, by_id, params, only=None) -> dict[str, dict]:
 
 
 # -- generic probes for the rest ----------------------------------------------------------------
+def device_gaps() -> dict[str, dict]:
+    """Dtypes a device has no kernel for in any op: those no op of op_db claims there
+    (``OpInfo.dtypesIfMPS``). On MPS that is float64: Metal has no double, so even making a
+    float64 tensor there raises (``Cannot convert a MPS Tensor to float64 dtype as the MPS
+    framework doesn't support float64``). Read from the claims, no device needed."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    found: dict[str, dict] = {}
+    for device in ("mps",):
+        claimed: set = set()
+        for op in op_db:
+            try:
+                claimed |= set(op.supported_dtypes(device))
+            except Exception:  # noqa: BLE001 - an OpInfo without claims for the device: no fact
+                continue
+        if claimed:
+            found[device] = {"none": sorted(c for c, dtype in CODES.items() if dtype not in claimed), "src": "op_db"}
+    return found
+
+
 def _tensor(shape=(3, 3)):
     torch.manual_seed(0)
     return torch.rand(*shape) * 4 + 0.5
@@ -1432,6 +1454,7 @@ def build(only: set[str] | None = None) -> dict:
         "generator": "tools/gen_torch_semantics.py",
         "dtypes": {c: str(d).replace("torch.", "") for c, d in CODES.items()},
         "promotion": promotion_tables(),
+        "devices": device_gaps(),
         "ops": dict(sorted(entries.items())),
         "aliases": dict(sorted(aliases.items())),
         "catalogue": {kind: sorted(found) for kind, found in sorted(catalogue_kinds.items())},

@@ -100,6 +100,7 @@ class Semantics:
         self._tensor_promotion: dict[str, str] = raw["promotion"]["tensor"]
         self._scalar_promotion: dict[str, str] = raw["promotion"]["scalar"]
         self._catalogue = {name: kind for kind, names in raw.get("catalogue", {}).items() for name in names}
+        self._devices: dict[str, dict] = raw.get("devices", {})
 
     # -- names ------------------------------------------------------------------------------------
     def entry(self, name: str) -> dict | None:
@@ -223,6 +224,13 @@ class Semantics:
         if missing is None:
             return None
         return dtype in missing
+
+    def device_lacks(self, dtype: str, device: str) -> bool | None:
+        """True when ``device`` has no kernel for ``dtype`` in any op, so no tensor of it at all
+        (MPS: float64), False when the data lists the device with it, None when it does not list
+        the device (CPU and CUDA: ask ``kernel_missing`` per op)."""
+        found = self._devices.get(device)
+        return None if found is None else dtype in found.get("none", ())
 
     def kernel_error(self, op: str) -> str | None:
         """The error torch raised on CPU for a low dtype without a kernel, when recorded."""

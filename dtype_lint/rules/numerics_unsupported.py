@@ -6,6 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
+from dtype_lint.facts.flow.lowp_evidence import ContractOrigin
+from dtype_lint.facts.followed import condition
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.numerics import BF16, FP16, autocast_enabled_at, call_shape, explain, is_simple_reference
 from dtype_lint.facts.op_support import Gap, low_gaps
@@ -35,7 +37,10 @@ class LowpUnsupportedOp(Rule):
     runs on another computed from it before (`svd(W + dW)` after `W = W.float()`), or a remembered
     dtype cast back at the end (`orig = x.dtype; x = x.float(); ...; out.to(orig)`) with a value
     computed before the upcast, also spelled `out.to(dtype=x_in.dtype)` after upcasting a copy
-    of `x_in` (docs/analysis.md, "What a function says of its own inputs"). Where such an upcast
+    of `x_in` (docs/analysis.md, "What a function says of its own inputs"). A library's contract
+    counts too (facts/lowp_contract.py): a diffusers scheduler's `step` gets the pipeline's
+    float16/bfloat16 latents, so `torch.quantile` of its predicted sample (dynamic thresholding),
+    there or in a helper `step` calls, raises on that path. Where such an upcast
     guard lets a low dtype through, the finding is at the guard's test, naming the op. Which op lacks
     which kernel is read from torch's generated semantics for the configured `target-torch`
     (docs/torch-semantics.md; the query: `kernel_missing(op, dtype, device)`): on CPU, a dtype
@@ -83,9 +88,10 @@ class LowpUnsupportedOp(Rule):
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
     )
     fix_safety = Safety.UNSAFE
-    # needs a float16/bfloat16 value (see facts/flow/library.py), or a function's own evidence of
-    # one, which reads a tensor's ``.dtype`` (``out.to(x.dtype)``, ``x.dtype != torch.float32``)
-    triggers = LOWP_TRIGGERS + (exact_word("dtype"),)
+    # needs a float16/bfloat16 value (see facts/flow/library.py), a function's own evidence of
+    # one, which reads a tensor's ``.dtype`` (``out.to(x.dtype)``, ``x.dtype != torch.float32``),
+    # or a library contract's (a diffusers scheduler: facts/lowp_contract.py)
+    triggers = LOWP_TRIGGERS + (exact_word("dtype"), exact_word("SchedulerMixin"))
     valid = (
         "import torch\nx = torch.randn(8, 8, dtype=torch.float16)\nu, s, v = torch.linalg.svd(x.float())\n",
         "import torch\nx = torch.randn(8, 8).half()\nspectrum = torch.fft.rfft(x.float())\n",
@@ -145,6 +151,7 @@ class LowpUnsupportedOp(Rule):
             return
         hit = [gap for gap in gaps if value.may_be(gap.dtype)]
         if not hit:
+            self._check_contract(node, gaps, tensor, spelled)
             return
         gap = next((g for g in hit if g.everywhere), hit[0])
         if autocast_enabled_at(self.ctx, node):
@@ -177,6 +184,28 @@ class LowpUnsupportedOp(Rule):
             )
             self.report(guard.test, message, confidence=confidence, fix=self._fix(tensor))
             return
+        self.report(node, message, confidence=confidence, fix=self._fix(tensor))
+
+    def _check_contract(self, node: cst.Call, gaps: tuple[Gap, ...], tensor: cst.BaseExpression, spelled: str) -> None:
+        """A tensor low only by a library's contract (a diffusers scheduler's ``step`` latents,
+        facts/lowp_contract.py): the op raises on the path the library documents (a pipeline loaded
+        with ``torch_dtype=torch.float16``), whatever else the program does. A dtype merely followed
+        (``dtype=x.dtype``) is not enough: that function may never see a low tensor."""
+        value = self.ctx.flow.value_of(tensor, follows=True)
+        if value is None or value.kind != "tensor":
+            return
+        hit = [gap for gap in gaps if value.may_be(gap.dtype)
+               and isinstance(value.origin_of(gap.dtype), ContractOrigin)]
+        if not hit or autocast_enabled_at(self.ctx, node):
+            return
+        gap = next((g for g in hit if g.everywhere), hit[0])
+        origin = value.origin_of(gap.dtype)
+        message = (
+            f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, {condition(origin)}: it has no "
+            f"{LONG[gap.dtype]} kernel {gap.where} and raises there; compute it in float32 (`.float()`) "
+            f"and cast the result back"
+        )
+        confidence = Confidence.MEDIUM if gap.everywhere else Confidence.LOW
         self.report(node, message, confidence=confidence, fix=self._fix(tensor))
 
     def _fix(self, tensor: cst.BaseExpression) -> Fix | None:
