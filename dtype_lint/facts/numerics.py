@@ -155,11 +155,12 @@ class _Scope:
             if isinstance(statement, DEFINITIONS):
                 continue  # a nested def or class binds in its own scope
             for node in walk(statement):
-                if isinstance(node, cst.Assign):
+                kind = type(node)  # (exact types: libcst's ABCs make isinstance slow in this loop)
+                if kind is cst.Assign:
                     for target in node.targets:
-                        if isinstance(target.target, cst.Name):
+                        if type(target.target) is cst.Name:
                             self._add(ctx, target.target.value, node.value, node)
-                elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.value is not None:
+                elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value is not None:
                     self._add(ctx, node.target.value, node.value, node)
         for found in self.bindings.values():
             found.sort(key=lambda binding: binding.end)
