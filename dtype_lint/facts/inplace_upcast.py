@@ -51,6 +51,8 @@ def upcasts_in(ctx, function: cst.FunctionDef) -> list[InplaceUpcast]:
     found = []
     persistent_roots = {"self", *_parameters(function)}
     for branch in (node for node in walk(function.body) if isinstance(node, cst.If)):
+        if not _may_upcast(ctx, branch):
+            continue  # (a pipeline's ``__call__`` holds dozens of branches, nested: walked once each)
         for upcast, module in _upcasts(branch.body):
             if module.split(".", 1)[0] not in persistent_roots or not _tests_low_dtype(ctx, function, branch, module):
                 continue
@@ -66,8 +68,8 @@ def upcasts_in(ctx, function: cst.FunctionDef) -> list[InplaceUpcast]:
 _UPCAST_CALLS = frozenset({*UPCAST_METHODS, "float", "to"})
 
 
-def _may_upcast(ctx, function: cst.FunctionDef) -> bool:
-    """``function`` holds an ``x.<method>(...)`` statement of ``_UPCAST_CALLS``: one bisection in
+def _may_upcast(ctx, scope: cst.FunctionDef | cst.If) -> bool:
+    """``scope`` holds an ``x.<method>(...)`` statement of ``_UPCAST_CALLS``: one bisection in
     the file's sorted walk numbers of such statements, found in one pass over its nodes."""
     starts = ctx.__dict__.get("_upcast_statements")
     if starts is None:
@@ -77,7 +79,7 @@ def _may_upcast(ctx, function: cst.FunctionDef) -> bool:
             if type(node) is cst.Expr and type(node.value) is cst.Call and type(node.value.func) is cst.Attribute
             and node.value.func.attr.value in _UPCAST_CALLS]
     try:
-        enter, leave = ctx.source_order(function)
+        enter, leave = ctx.source_order(scope)
     except KeyError:  # not a node of this file's tree: look at it
         return True
     index = bisect.bisect_right(starts, enter)

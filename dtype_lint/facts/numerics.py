@@ -88,6 +88,19 @@ class CallShape:
 
 
 def call_shape(ctx: "FileContext", call: cst.Call) -> CallShape | None:
+    """The call's shape, read once per call (six rules ask it of every call of the file)."""
+    shapes = ctx.__dict__.get("_call_shapes")
+    if shapes is None:
+        shapes = ctx.__dict__["_call_shapes"] = {}
+    known = shapes.get(id(call))
+    if known is not None and known[0] is call:  # (the call is held here: its id is not reused)
+        return known[1]
+    shape = _call_shape(ctx, call)
+    shapes[id(call)] = (call, shape)
+    return shape
+
+
+def _call_shape(ctx: "FileContext", call: cst.Call) -> CallShape | None:
     func = call.func
     qualified = next(iter(ctx.names.qualified_names(func)), None)
     if qualified is not None and (qualified.startswith("torch.") or qualified.startswith("math.")):
