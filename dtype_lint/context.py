@@ -47,7 +47,9 @@ class FileContext:
         instead of walking again. Whitespace and punctuation are left out."""
         from dtype_lint.facts.training import CHILD_GETTERS
 
-        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        # keyed by ``id(node)``: libcst's ``__hash__`` is a Python-level call (``id(self)``), paid
+        # once per node here and once per lookup; the nodes live as long as the module does
+        parents: dict[int, cst.CSTNode] = {}
         events: list[tuple[cst.CSTNode, bool]] = []
         append = events.append
         leave = object()
@@ -64,20 +66,22 @@ class FileContext:
             children = CHILD_GETTERS[type(node)](node)
             if children:
                 for child in children:
-                    parents[child] = node
+                    parents[id(child)] = node
                 children.reverse()
                 extend(children)
         return parents, events
 
     @functools.cached_property
-    def _source_order(self) -> dict[cst.CSTNode, tuple[int, int]]:
-        enter: dict[cst.CSTNode, int] = {}
-        order: dict[cst.CSTNode, tuple[int, int]] = {}
+    def _source_order(self) -> dict[int, tuple[int, int]]:
+        """``id(node)`` -> its ``(enter, exit)`` numbers (keyed by id, as ``_tree_shape``'s parents)."""
+        enter: dict[int, int] = {}
+        order: dict[int, tuple[int, int]] = {}
         for index, (node, entering) in enumerate(self.walk_events()):
+            key = id(node)
             if entering:
-                enter[node] = index
+                enter[key] = index
             else:
-                order[node] = (enter[node], index)
+                order[key] = (enter[key], index)
         return order
 
     @functools.cached_property
@@ -91,13 +95,14 @@ class FileContext:
         return self._tree_shape[1]
 
     @property
-    def _parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+    def _parents(self) -> dict[int, cst.CSTNode]:
+        """``id(node)`` -> its parent node."""
         return self._tree_shape[0]
 
     def source_order(self, node: cst.CSTNode) -> tuple[int, int]:
         """``(enter, exit)`` numbers of ``node`` in a source-order walk: node A ends before node B
         starts exactly when ``exit(A) < enter(B)``."""
-        return self._source_order[node]
+        return self._source_order[id(node)]
 
     @functools.cached_property
     def bindings(self) -> NameBindings:
@@ -123,10 +128,17 @@ class FileContext:
         return self._positions[node]
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._parents.get(node)
+        return self._parents.get(id(node))
 
     def enclosing(self, node: cst.CSTNode, *kinds: type) -> cst.CSTNode | None:
         """The nearest ancestor of ``node`` that is one of ``kinds``."""
+        exact = _leaf_classes(kinds)
+        if exact is not None:  # the usual ask (FunctionDef, ClassDef): compared by type, not isinstance
+            parents = self._parents
+            current = parents.get(id(node))
+            while current is not None and type(current) not in exact:
+                current = parents.get(id(current))
+            return current
         current = self.parent(node)
         while current is not None and not isinstance(current, kinds):
             current = self.parent(current)
@@ -153,3 +165,12 @@ class FileContext:
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+@functools.lru_cache(maxsize=None)
+def _leaf_classes(kinds: tuple[type, ...]) -> frozenset[type] | None:
+    """``kinds`` as a set when none has subclasses (``type(x) in`` it then says what
+    ``isinstance`` does, without the Python-level ``__instancecheck__`` of libcst's ABCs)."""
+    if any(not isinstance(kind, type) or kind.__subclasses__() for kind in kinds):
+        return None
+    return frozenset(kinds)

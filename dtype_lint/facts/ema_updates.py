@@ -47,8 +47,8 @@ def ema_updates(ctx) -> list[EmaUpdate]:
     a multiplication in place (``v *= d``, ``v.mul_(d)``) followed by an addition in place
     (``v += ...``, ``.add_(...)``), or a ``lerp_``."""
     found = []
-    for loop in walk(ctx.module, into_definitions=True):
-        if not isinstance(loop, cst.For):
+    for loop in ctx.all_nodes:  # (what ``walk(ctx.module, into_definitions=True)`` yields, walked once)
+        if type(loop) is not cst.For:
             continue
         for name, module in _tensors_of(loop):
             update = _moving_average(loop.body, name)

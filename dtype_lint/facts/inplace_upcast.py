@@ -19,6 +19,7 @@ module again (then it is restored, and the contract is kept).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 
@@ -46,9 +47,13 @@ class InplaceUpcast:
 
 
 def upcasts_in(ctx, function: cst.FunctionDef) -> list[InplaceUpcast]:
+    if not _may_upcast(ctx, function):
+        return []  # (asked of every function: most hold no statement ``_upcasts`` could yield)
     found = []
     persistent_roots = {"self", *_parameters(function)}
     for branch in (node for node in walk(function.body) if isinstance(node, cst.If)):
+        if not _may_upcast(ctx, branch):
+            continue  # (a pipeline's ``__call__`` holds dozens of branches, nested: walked once each)
         for upcast, module in _upcasts(branch.body):
             if module.split(".", 1)[0] not in persistent_roots or not _tests_low_dtype(ctx, function, branch, module):
                 continue
@@ -58,6 +63,28 @@ def upcasts_in(ctx, function: cst.FunctionDef) -> list[InplaceUpcast]:
                 for call in _later_input_calls(ctx, function, branch, module, name):
                     found.append(InplaceUpcast(branch, module, upcast, name, call))
     return found
+
+
+# The methods of the statements ``_upcasts`` yields: ``self.upcast_vae()``, ``x.float()``, ``x.to(...)``.
+_UPCAST_CALLS = frozenset({*UPCAST_METHODS, "float", "to"})
+
+
+def _may_upcast(ctx, scope: cst.FunctionDef | cst.If) -> bool:
+    """``scope`` holds an ``x.<method>(...)`` statement of ``_UPCAST_CALLS``: one bisection in
+    the file's sorted walk numbers of such statements, found in one pass over its nodes."""
+    starts = ctx.__dict__.get("_upcast_statements")
+    if starts is None:
+        order = ctx.source_order
+        starts = ctx.__dict__["_upcast_statements"] = [
+            order(node)[0] for node in ctx.all_nodes
+            if type(node) is cst.Expr and type(node.value) is cst.Call and type(node.value.func) is cst.Attribute
+            and node.value.func.attr.value in _UPCAST_CALLS]
+    try:
+        enter, leave = ctx.source_order(scope)
+    except KeyError:  # not a node of this file's tree: look at it
+        return True
+    index = bisect.bisect_right(starts, enter)
+    return index < len(starts) and starts[index] < leave
 
 
 def _parameters(function: cst.FunctionDef) -> list[str]:

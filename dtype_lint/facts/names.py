@@ -42,6 +42,9 @@ class ImportTable:
 
     def __init__(self) -> None:
         self._bindings: dict[str, list[str]] = {}
+        # dotted name -> resolve_dotted's answer: the rules ask a million times per few hundred
+        # files, mostly the same few names (emptied by ``bind``)
+        self._resolved: dict[str, tuple[str, ...]] = {}
         # Import statements that sit in a try/except ImportError fallback: fixes stay away.
         self.fallback_imports: set[int] = set()
 
@@ -56,6 +59,7 @@ class ImportTable:
         targets = self._bindings.setdefault(local, [])
         if qualified not in targets:
             targets.append(qualified)
+            self._resolved.clear()
 
     def _scan(self, statements, in_fallback: bool) -> None:
         for statement in statements:
@@ -118,11 +122,13 @@ class ImportTable:
 
     # -- queries ------------------------------------------------------------------------------
     def resolve_dotted(self, dotted: str) -> tuple[str, ...]:
-        head, _, rest = dotted.partition(".")
-        targets = self._bindings.get(head)
-        if not targets:
-            return ()
-        return tuple(sorted({f"{target}.{rest}" if rest else target for target in targets}))
+        found = self._resolved.get(dotted)
+        if found is None:
+            head, _, rest = dotted.partition(".")
+            targets = self._bindings.get(head)
+            found = tuple(sorted({f"{target}.{rest}" if rest else target for target in targets})) if targets else ()
+            self._resolved[dotted] = found
+        return found
 
     def qualified_names(self, node: cst.BaseExpression) -> tuple[str, ...]:
         """Every qualified name ``node`` may refer to (sorted); empty when it is not imported."""

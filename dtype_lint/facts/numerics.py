@@ -88,6 +88,19 @@ class CallShape:
 
 
 def call_shape(ctx: "FileContext", call: cst.Call) -> CallShape | None:
+    """The call's shape, read once per call (six rules ask it of every call of the file)."""
+    shapes = ctx.__dict__.get("_call_shapes")
+    if shapes is None:
+        shapes = ctx.__dict__["_call_shapes"] = {}
+    known = shapes.get(id(call))
+    if known is not None and known[0] is call:  # (the call is held here: its id is not reused)
+        return known[1]
+    shape = _call_shape(ctx, call)
+    shapes[id(call)] = (call, shape)
+    return shape
+
+
+def _call_shape(ctx: "FileContext", call: cst.Call) -> CallShape | None:
     func = call.func
     qualified = next(iter(ctx.names.qualified_names(func)), None)
     if qualified is not None and (qualified.startswith("torch.") or qualified.startswith("math.")):
@@ -155,11 +168,12 @@ class _Scope:
             if isinstance(statement, DEFINITIONS):
                 continue  # a nested def or class binds in its own scope
             for node in walk(statement):
-                if isinstance(node, cst.Assign):
+                kind = type(node)  # (exact types: libcst's ABCs make isinstance slow in this loop)
+                if kind is cst.Assign:
                     for target in node.targets:
-                        if isinstance(target.target, cst.Name):
+                        if type(target.target) is cst.Name:
                             self._add(ctx, target.target.value, node.value, node)
-                elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name) and node.value is not None:
+                elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value is not None:
                     self._add(ctx, node.target.value, node.value, node)
         for found in self.bindings.values():
             found.sort(key=lambda binding: binding.end)

@@ -83,9 +83,18 @@ def _load_path(path: Path) -> "Semantics":
     return Semantics(json.loads(path.read_text()), path)
 
 
+# (data directory, target) -> its Semantics: ``load`` is asked once per op call the rules look at,
+# and choosing the file lists the directory
+_LOADED: dict[tuple[Path, str | None], "Semantics"] = {}
+
+
 def load(target: str | None = None) -> "Semantics":
     """The semantics for ``target`` (a torch version, as ``target-torch`` spells it), read once."""
-    return _load_path(path_for(target))
+    key = (DATA_DIR, target)
+    found = _LOADED.get(key)
+    if found is None:
+        found = _LOADED[key] = _load_path(path_for(target))
+    return found
 
 
 class Semantics:

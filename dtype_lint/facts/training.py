@@ -33,6 +33,9 @@ from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts import config_values
 
 DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# The same classes as a set, for the walks' inner loop: libcst's node classes are ABCs, whose
+# ``isinstance`` goes through a Python-level ``__instancecheck__``; none has subclasses.
+DEFINITION_TYPES = frozenset(DEFINITIONS)
 LOOPS = (cst.For, cst.While)
 # Whoever calls these handles loss scaling itself (accelerate, Lightning Fabric, DeepSpeed, apex).
 FRAMEWORK_BACKWARD = ("accelerator.backward", "fabric.backward", "engine.backward", "model_engine.backward")
@@ -136,14 +139,14 @@ def walk(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.C
     while stack:
         current = stack.pop()
         yield current
-        if not into_definitions and current is not node and isinstance(current, DEFINITIONS):
+        if not into_definitions and current is not node and type(current) in DEFINITION_TYPES:
             continue
         stack.extend(reversed(child_nodes(current)))
 
 
 def calls_in(node: cst.CSTNode, *, into_definitions: bool = False) -> Iterator[cst.Call]:
     for child in walk(node, into_definitions=into_definitions):
-        if isinstance(child, cst.Call):
+        if type(child) is cst.Call:  # (no subclasses; cheaper than the ABC's isinstance)
             yield child
 
 
@@ -255,7 +258,9 @@ class TrainingFacts:
                 if text is not None:
                     self.assignments.setdefault(text, []).append((node, node.value))
         # GradScaler constructions, and those of loss-scaler wrappers (timm's NativeScaler).
-        wrappers = scaler_wrapper_classes(self.classes, names)
+        # (every GRAD_SCALER name ends in ``GradScaler``, which a file must spell to reach it: a
+        # file that does not is spared the walk of each class)
+        wrappers = scaler_wrapper_classes(self.classes, names) if "GradScaler" in ctx.text else frozenset()
         self.scalers = [
             call for call in self.calls if is_grad_scaler(names, call) or is_scaler_wrapper(names, call, wrappers)
         ]

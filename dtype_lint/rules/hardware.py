@@ -150,6 +150,7 @@ class Fp16OnCpu(Rule):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
+        self._stops: bool | None = None  # _stops_without_gpu, once known
         self._library_requests()
         reported: set[cst.CSTNode] = set()
         for call in training_facts(self.ctx).calls:
@@ -362,7 +363,14 @@ class Fp16OnCpu(Rule):
 
     def _stops_without_gpu(self) -> bool:
         """The program refuses to run without CUDA (``assert torch.cuda.is_available()``, or an
-        ``if not torch.cuda.is_available():`` that raises or exits)."""
+        ``if not torch.cuda.is_available():`` that raises or exits). A fact of the whole file,
+        asked for each candidate cast: read once."""
+        if self._stops is None:
+            # no test can name ``is_available`` unless the text does (code_for is the file's text)
+            self._stops = "is_available" in self.ctx.text and self._reads_stop_without_gpu()
+        return self._stops
+
+    def _reads_stop_without_gpu(self) -> bool:
         for node in self.ctx.all_nodes:
             if type(node) is cst.Assert and "is_available" in self.ctx.code_for(node.test):
                 return True

@@ -446,7 +446,8 @@ def _local_bindings(function: cst.FunctionDef | cst.Module) -> dict:
     for node in walk(function):
         if node is function:
             continue
-        if isinstance(node, cst.Assign):
+        kind = type(node)  # exact types (leaf classes): isinstance on libcst's ABCs is slow here
+        if kind is cst.Assign:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     values = table.setdefault(target.target.value, [])
@@ -456,17 +457,17 @@ def _local_bindings(function: cst.FunctionDef | cst.Module) -> dict:
                     for sub in walk(target.target):
                         if isinstance(sub, cst.Name):
                             table[sub.value] = None
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+        elif (kind is cst.AugAssign or kind is cst.AnnAssign) and isinstance(node.target, cst.Name):
             table[node.target.value] = None
-        elif isinstance(node, (cst.For, cst.CompFor)):
+        elif kind is cst.For or kind is cst.CompFor:
             for sub in walk(node.target):
                 if isinstance(sub, cst.Name):
                     table[sub.value] = None
-        elif isinstance(node, (cst.WithItem,)) and node.asname is not None:
+        elif kind is cst.WithItem and node.asname is not None:
             for sub in walk(node.asname.name):
                 if isinstance(sub, cst.Name):
                     table[sub.value] = None
-        elif isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name):
+        elif kind is cst.NamedExpr and isinstance(node.target, cst.Name):
             table[node.target.value] = None
     return table
 
