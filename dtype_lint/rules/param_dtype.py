@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
+from dtype_lint.facts.sibling_casts import uncast_sibling
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -89,7 +90,8 @@ class DtypeAgnosticFactory(CombiningRule):
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
     )
     fix_safety = Safety.UNSAFE
-    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
+    # a factory, or (facts/sibling_casts.py) a cast to a followed tensor's `.dtype`
+    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)) + (exact_word("dtype"),),)
     valid = (
         "import torch\ndef pad(mask, n):\n    return torch.cat([mask, torch.zeros(mask.shape[0], n, dtype=mask.dtype)], -1)\n",
         "import torch\ndef pad(mask, n):\n    return torch.cat([mask, mask.new_zeros(mask.shape[0], n)], -1)\n",
@@ -138,7 +140,10 @@ class DtypeAgnosticFactory(CombiningRule):
         if followed is None:
             return
         factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not followed[0]) if f), None)
-        if factory is None or id(factory) in self._reported or cast_afterwards(self.ctx, node):
+        if factory is None:
+            self._combine_sibling(node, operands, followed)
+            return
+        if id(factory) in self._reported or cast_afterwards(self.ctx, node):
             return
         self._reported.add(id(factory))
         other, (_, origin) = followed
@@ -154,6 +159,35 @@ class DtypeAgnosticFactory(CombiningRule):
         fix = self._fix(factory, other_text) if isinstance(other, cst.Name) and not where and any(
             n.value == other.value for n in walk(factory, into_definitions=True) if isinstance(n, cst.Name)) else None
         self.report(factory, message, confidence=Confidence.MEDIUM, fix=fix)
+
+    def _combine_sibling(self, node: cst.CSTNode, operands: list[cst.BaseExpression], followed) -> None:
+        """A tensor read from an owner whose other tensor the function casts to the followed
+        tensor's dtype, combined with it uncast (facts/sibling_casts.py): the function's own cast
+        says the owner's dtype may differ, and this operand keeps the owner's."""
+        other, (_, origin) = followed
+        target = getattr(origin, "name", "")
+        if not target or cast_afterwards(self.ctx, node):
+            return
+        for operand in operands:
+            if operand is other:
+                continue
+            value = self.ctx.flow.value_of(operand)
+            if value is not None and value.dtypes:
+                continue  # the flow knows its dtype: the rules that take it decide
+            found = uncast_sibling(self.ctx, operand, target)
+            if found is None or id(found.read) in self._reported:
+                continue
+            self._reported.add(id(found.read))
+            read = self.ctx.code_for(found.read).strip()
+            message = (
+                f"`{read}` is combined at line {self.ctx.position(node).start.line} with `{target}` in its own "
+                f"dtype, but the function casts another tensor of `{found.owner}` to `{target}.dtype` "
+                f"(line {self.ctx.position(found.cast).start.line}): where that cast changes anything (`{target}` "
+                f"float16/bfloat16, `{found.owner}` float32), `{target}` is promoted to float32; cast `{read}` "
+                f"to `{target}.dtype` too"
+            )
+            self.report(found.read, message, confidence=Confidence.MEDIUM)
+            return
 
     def _combine_parameter(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> bool:
         """The forward-of-a-low-precision-file case; True when it reported."""
