@@ -47,7 +47,11 @@ class OpOperandDtype(Rule):
     Also a float32 the function fixes itself (a factory without `dtype=`, `.to(torch.float32)`
     not cast back) meeting in one of these ops a tensor whose dtype the same function follows
     (`dtype=x.dtype`, `out.to(x.dtype)`; facts/followed.py): the message states the condition,
-    "when `x` is float16/bfloat16", the dtypes the function is written to take.
+    "when `x` is float16/bfloat16", the dtypes the function is written to take. The followed
+    tensor may be a local bound to an attribute chain whose dtype the function follows
+    (`x = x.to(self.base_layer.weight.dtype)`, `w = self.base_layer.weight.data`: an adapter's
+    base weight); a factory's float32 that a loop may replace (`rot = torch.eye(n)`, then
+    `rot = m @ rot` per adapter) is reported at the factory.
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found
