@@ -225,3 +225,81 @@ def test_a_module_parameter_or_a_callers_evidence_is_not_fixed_here():
             noise = torch.randn(h.shape, dtype=h.dtype)
             return layer(h + noise, ids)
         """) == []
+
+
+def test_a_local_bound_to_a_followed_attribute_chain_carries_the_followed_dtype():
+    p = Probe(
+        """
+        import torch
+        def forward(self, x):
+            x = x.to(self.get_base_layer().weight.dtype)
+            w = self.get_base_layer().weight.data
+            return x @ w
+        """
+    )
+    value = p.flow.value_of(p.node("w", 6), follows=True)
+    assert value.dtypes == {"fp16", "bf16"} and value.partial
+    assert not p.flow.value_of(p.node("w", 6)).dtypes  # only the rules that state the condition see it
+
+
+def test_a_chain_that_is_not_followed_stays_unknown():
+    p = Probe(
+        """
+        import torch
+        def forward(self, x):
+            x = x.to(self.base.weight.dtype)
+            w = self.other.weight.data
+            return x @ w
+        """
+    )
+    value = p.flow.value_of(p.node("w", 6), follows=True)
+    assert value is None or not value.dtypes
+
+
+def test_a_loop_carried_factory_against_a_followed_base_weight_is_dtl107_at_the_factory():
+    source = """
+        import torch
+        def forward(self, x):
+            rot = torch.eye(self.n, device=x.device)
+            for name in self.active:
+                rot = torch.block_diag(*self.blocks[name]) @ rot
+            x = x.to(self.base_layer.weight.dtype)
+            w = self.base_layer.weight
+            return torch.mm(x, torch.mm(rot, w))
+        """
+    assert codes(source) == [("DTL107", 4)]
+
+
+def test_an_uncast_sibling_of_a_cast_owner_tensor_is_dtl510():
+    found = findings("""
+        import torch
+        def normalize(self, z):
+            mean = self.bn.stats.mean.to(z.dtype)
+            return (z - mean) / self.bn.stats.std
+        """)
+    assert [(f.code, f.line) for f in found] == [("DTL510", 5)]
+    assert "casts another tensor of `self.bn.stats`" in found[0].message
+    assert codes("""
+        import torch
+        def normalize(self, z):
+            mean = self.bn.stats.mean.to(z.dtype)
+            return (z - mean) / self.bn.stats.std.to(z.dtype)
+        """) == []
+
+
+def test_a_wrapper_parameter_made_without_dtype_is_dtl510_at_the_factory():
+    source = """
+        import torch
+        from torch import nn
+        class Gate(nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+                self.gate = nn.Parameter(torch.zeros(inner.weight.shape[0]))
+            def forward(self, x):
+                return x + self.gate * self.inner(x).to(x.dtype)
+        """
+    assert codes(source) == [("DTL510", 8)]
+    # a module that builds its own layers is cast as a whole: silent
+    assert codes(source.replace("self.inner = inner", "self.inner = nn.Linear(4, 4)")
+                 .replace("inner.weight.shape[0]", "4").replace("__init__(self, inner)", "__init__(self)")) == []

@@ -13,9 +13,11 @@ import libcst as cst
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, FP64, Value
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.followed import condition, fixed_here, followed_low
+from dtype_lint.facts.numerics import call_shape, has_keyword
 from dtype_lint.findings import Confidence, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid, Rule
+from dtype_lint.rules.numerics_ops import FACTORIES
 from dtype_lint.rules.model_input import (
     FP64_SPELLED,
     code,
@@ -45,7 +47,11 @@ class OpOperandDtype(Rule):
     Also a float32 the function fixes itself (a factory without `dtype=`, `.to(torch.float32)`
     not cast back) meeting in one of these ops a tensor whose dtype the same function follows
     (`dtype=x.dtype`, `out.to(x.dtype)`; facts/followed.py): the message states the condition,
-    "when `x` is float16/bfloat16", the dtypes the function is written to take.
+    "when `x` is float16/bfloat16", the dtypes the function is written to take. The followed
+    tensor may be a local bound to an attribute chain whose dtype the function follows
+    (`x = x.to(self.base_layer.weight.dtype)`, `w = self.base_layer.weight.data`: an adapter's
+    base weight); a factory's float32 that a loop may replace (`rot = torch.eye(n)`, then
+    `rot = m @ rot` per adapter) is reported at the factory.
 
     ## Why is this bad?
     These ops never promote. Outside autocast they fail: `expected scalar type Half but found
@@ -173,6 +179,13 @@ class OpOperandDtype(Rule):
         the function follows (facts/followed.py): the op fails when a caller gives a low dtype."""
         fixed = next(((n, v) for n, v in values if v is not None and v.certain and v.dtype == FP32
                       and fixed_here(self.ctx, n, v)), None)
+        at = None
+        if fixed is None:
+            # float32 on some paths, unknown on others (a loop that may replace it): only a
+            # factory without dtype= of this function; the finding goes where the fix goes
+            fixed = next(((n, v) for n, v in values if v is not None and v.dtypes == {FP32}
+                          and fixed_here(self.ctx, n, v) and self._default_factory(v.origin_of(FP32).node)), None)
+            at = fixed[1].origin_of(FP32).node if fixed is not None else None
         if fixed is None:
             return
         for other_node in operands:
@@ -181,7 +194,7 @@ class OpOperandDtype(Rule):
                 continue
             fixed_node = fixed[0]
             self.report(
-                fixed_node,
+                at if at is not None else fixed_node,
                 f"`{code(self.ctx, fixed_node)}` is float32 {fixed[1].since(FP32)} and meets "
                 f"`{code(self.ctx, other_node)}` in `{op}`: {condition(found[1])}, `{op}` outside autocast does "
                 f"not promote and fails with 'expected scalar type Half but found Float' (or 'mat1 and mat2 must "
@@ -189,6 +202,14 @@ class OpOperandDtype(Rule):
                 confidence=Confidence.MEDIUM,
             )
             return
+
+    def _default_factory(self, node: cst.CSTNode) -> bool:
+        """``torch.eye(n, device=...)`` & co.: a torch factory called without ``dtype=``."""
+        if not isinstance(node, cst.Call):
+            return False
+        shape = call_shape(self.ctx, node)
+        return shape is not None and shape.qualified == f"torch.{shape.name}" and shape.name in FACTORIES \
+            and not has_keyword(node, "dtype") and not has_keyword(node, "out")
 
     def _check_attention(self, node: cst.Call) -> bool:
         """``F.scaled_dot_product_attention``: query, key and value of one dtype, and a float

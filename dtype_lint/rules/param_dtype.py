@@ -13,6 +13,8 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
+from dtype_lint.facts.sibling_casts import uncast_sibling
+from dtype_lint.facts.wrapped_modules import wrapped_parameter
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
@@ -47,6 +49,13 @@ class DtypeAgnosticFactory(CombiningRule):
     `torch.where(mask > 0.5, 1.0, 0.0)` (two python floats: the default dtype) multiplied into a
     video cast to `self.vae.dtype`, promotes them. A 0-dim entry of a float32 table
     (`alphas_cumprod[t]`) does not promote and is never the float32 reported.
+    Two more float32s meet such a followed tensor the same way. A parameter that a module's
+    `__init__` makes without `dtype=` beside an already built module it wraps (stored on `self`
+    and asked for its `.parameters()` or `.weight`; facts/wrapped_modules.py): the wrapper's own
+    parameters are float32 whatever the wrapped module's dtype (PEFT's adaption-prompt gate). And
+    a tensor read from an owner whose other tensor the function casts to the followed tensor's
+    dtype (`mean = self.vae.bn.running_mean.to(x.dtype)` but `self.vae.bn.running_var` used as
+    it is; facts/sibling_casts.py): the function's own cast says the owner's dtype may differ.
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
@@ -86,10 +95,13 @@ class DtypeAgnosticFactory(CombiningRule):
     queries = (
         "the dtype flow: the factory's dtype and the dtype of the other operand (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "a tensor whose dtype the function follows, and whether the result is cast afterwards (facts/followed.py)",
+        "a module that wraps an already built module, whose own new parameters are float32 (facts/wrapped_modules.py)",
+        "an owner's tensor read uncast beside its sibling cast to a followed tensor's dtype (facts/sibling_casts.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
     )
     fix_safety = Safety.UNSAFE
-    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)),)
+    # a factory, or (facts/sibling_casts.py) a cast to a followed tensor's `.dtype`
+    required_triggers = (tuple(exact_word(name) for name in sorted(FACTORIES)) + (exact_word("dtype"),),)
     valid = (
         "import torch\ndef pad(mask, n):\n    return torch.cat([mask, torch.zeros(mask.shape[0], n, dtype=mask.dtype)], -1)\n",
         "import torch\ndef pad(mask, n):\n    return torch.cat([mask, mask.new_zeros(mask.shape[0], n)], -1)\n",
@@ -138,7 +150,11 @@ class DtypeAgnosticFactory(CombiningRule):
         if followed is None:
             return
         factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not followed[0]) if f), None)
-        if factory is None or id(factory) in self._reported or cast_afterwards(self.ctx, node):
+        if factory is None:
+            if not self._combine_wrapper_parameter(node, operands, followed, function):
+                self._combine_sibling(node, operands, followed)
+            return
+        if id(factory) in self._reported or cast_afterwards(self.ctx, node):
             return
         self._reported.add(id(factory))
         other, (_, origin) = followed
@@ -154,6 +170,83 @@ class DtypeAgnosticFactory(CombiningRule):
         fix = self._fix(factory, other_text) if isinstance(other, cst.Name) and not where and any(
             n.value == other.value for n in walk(factory, into_definitions=True) if isinstance(n, cst.Name)) else None
         self.report(factory, message, confidence=Confidence.MEDIUM, fix=fix)
+
+    def _combine_wrapper_parameter(self, node: cst.CSTNode, operands, followed, function) -> bool:
+        """A parameter the class's ``__init__`` made without ``dtype=`` beside a module it wraps
+        (facts/wrapped_modules.py) meets a tensor whose dtype the method follows: the parameter is
+        float32 whatever the wrapped module's dtype. True when it reported."""
+        cls = self.ctx.enclosing(function, cst.ClassDef)
+        if not isinstance(cls, cst.ClassDef) or cast_afterwards(self.ctx, node):
+            return False
+        other, (_, origin) = followed
+        for operand in operands:
+            if operand is other or not (isinstance(operand, cst.Attribute) and isinstance(operand.value, cst.Name)
+                                        and operand.value.value == "self"):
+                continue
+            value = self.ctx.flow.value_of(operand)
+            if value is None or value.kind != "tensor" or not value.only("fp32"):
+                continue
+            made = value.origin_of("fp32")
+            factory = made.node if made is not None else None
+            init = self.ctx.enclosing(factory, cst.FunctionDef) if isinstance(factory, cst.Call) else None
+            if init is None or self.ctx.enclosing(init, cst.ClassDef) is not cls or not self._default_factory(factory):
+                continue
+            wrapped = wrapped_parameter(init)
+            if wrapped is None or id(factory) in self._reported:
+                continue
+            self._reported.add(id(factory))
+            name = self.ctx.code_for(factory.func).strip()
+            attribute = self.ctx.code_for(operand).strip()
+            other_text = self.ctx.code_for(other).strip()
+            message = (
+                f"`{name}(...)` without dtype= makes `{attribute}` float32 beside the already built `{wrapped}` this "
+                f"module wraps (whatever its dtype), and it is combined at line {self.ctx.position(node).start.line} "
+                f"with `{other_text}`: {condition(origin)}, the result is promoted to float32; make it in the wrapped "
+                f"module's dtype (`dtype=next({wrapped}.parameters()).dtype`)"
+            )
+            self.report(factory, message, confidence=Confidence.MEDIUM)
+            return True
+        return False
+
+    def _default_factory(self, call: cst.Call) -> bool:
+        shape = call_shape(self.ctx, call)
+        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
+            return False
+        if has_keyword(call, "dtype") or has_keyword(call, "out") or not call.args or _zero_dim(call, shape.name):
+            return False
+        if shape.name == "full":
+            fill = argument(call, "fill_value", 1)
+            return fill is not None and _is_float_literal(fill.value)
+        return shape.name != "tensor" or _has_float(call.args[0].value)
+
+    def _combine_sibling(self, node: cst.CSTNode, operands: list[cst.BaseExpression], followed) -> None:
+        """A tensor read from an owner whose other tensor the function casts to the followed
+        tensor's dtype, combined with it uncast (facts/sibling_casts.py): the function's own cast
+        says the owner's dtype may differ, and this operand keeps the owner's."""
+        other, (_, origin) = followed
+        target = getattr(origin, "name", "")
+        if not target or cast_afterwards(self.ctx, node):
+            return
+        for operand in operands:
+            if operand is other:
+                continue
+            value = self.ctx.flow.value_of(operand)
+            if value is not None and value.dtypes:
+                continue  # the flow knows its dtype: the rules that take it decide
+            found = uncast_sibling(self.ctx, operand, target)
+            if found is None or id(found.read) in self._reported:
+                continue
+            self._reported.add(id(found.read))
+            read = self.ctx.code_for(found.read).strip()
+            message = (
+                f"`{read}` is combined at line {self.ctx.position(node).start.line} with `{target}` in its own "
+                f"dtype, but the function casts another tensor of `{found.owner}` to `{target}.dtype` "
+                f"(line {self.ctx.position(found.cast).start.line}): where that cast changes anything (`{target}` "
+                f"float16/bfloat16, `{found.owner}` float32), `{target}` is promoted to float32; cast `{read}` "
+                f"to `{target}.dtype` too"
+            )
+            self.report(found.read, message, confidence=Confidence.MEDIUM)
+            return
 
     def _combine_parameter(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> bool:
         """The forward-of-a-low-precision-file case; True when it reported."""

@@ -316,8 +316,9 @@ class Interpreter:
         file's sorted walk numbers of such reads, instead of a walk of every function the flow runs."""
         if self._dtype_reads is None:
             order = self.ctx.source_order
+            # a plain name's, or an attribute chain's (``self.base_layer.weight.dtype``: lowp_evidence's chains)
             self._dtype_reads = [order(node)[0] for node in self.ctx.all_nodes if type(node) is cst.Attribute
-                                 and node.attr.value == "dtype" and type(node.value) is cst.Name]
+                                 and node.attr.value == "dtype" and type(node.value) in (cst.Name, cst.Attribute, cst.Call)]
         try:
             enter, leave = self.ctx.source_order(function)
         except KeyError:  # not a node of this file's tree: read it

@@ -161,7 +161,75 @@ def facts_of(function: cst.FunctionDef, read: DtypeReader) -> FunctionDtypeFacts
     for name, node in followed.items():
         seeds = frozenset(id(target) for target in _dominating_bindings(node, name, parents, blocks))
         facts.follows[name] = Evidence(name, node, seeds, parameter=name in params and not seeds)
+    for name, (node, targets) in _chain_followed(nodes).items():
+        if name not in facts.evidence and name not in facts.follows and name in tensors:
+            facts.follows[name] = Evidence(name, node, frozenset(id(t) for t in targets), parameter=False)
     return facts
+
+
+def _chain_followed(nodes: list) -> dict:
+    """name -> (the cast, its bindings) for a local bound to an attribute chain whose dtype the
+    function follows: ``x = x.to(self.base_layer.weight.dtype)`` then ``w = self.base_layer.weight.data``.
+    The chain's dtype does not change within the call, so every binding of ``w`` to it holds the
+    followed dtype (an adapter's base weight, in the model's float16/bfloat16 on a caller's path)."""
+    followed: dict[str, cst.CSTNode] = {}
+    for node in nodes:
+        if not isinstance(node, cst.Call):
+            continue
+        spelled = _spelled(node.func)
+        if spelled is None or spelled.startswith(_NOT_TORCH):
+            continue
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else spelled
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword is not None and keyword != "dtype" or keyword is None and method not in _CASTS:
+                continue
+            value = arg.value
+            if isinstance(value, cst.Attribute) and value.attr.value == "dtype" and isinstance(value.value, (cst.Attribute, cst.Call)):
+                chain = _chain_text(value.value)
+                if chain is not None:
+                    followed.setdefault(chain, node)
+    if not followed:
+        return {}
+    found: dict[str, tuple] = {}
+    for node in nodes:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            chain = _chain_text(node.value)
+            if chain in followed:
+                name = node.targets[0].target.value
+                cast, targets = found.get(name, (followed[chain], ()))
+                found[name] = (cast, targets + (node.targets[0].target,))
+    return found
+
+
+_SAME_TENSOR = (".data", ".detach()")
+
+
+def _chain_text(expr: cst.BaseExpression) -> str | None:
+    """``self.base_layer.weight`` for ``self.base_layer.weight.data``: an attribute chain through
+    names, argument-less calls (``self.get_base_layer()``) and subscripts by a name or a string,
+    without the suffixes that keep the same tensor; None for anything else or a plain name."""
+    current = expr
+    while True:
+        if isinstance(current, cst.Attribute):
+            current = current.value
+        elif isinstance(current, cst.Call) and not current.args and isinstance(current.func, cst.Attribute):
+            current = current.func.value
+        elif isinstance(current, cst.Subscript) and len(current.slice) == 1 and isinstance(current.slice[0].slice, cst.Index) \
+                and isinstance(current.slice[0].slice.value, (cst.Name, cst.SimpleString)):
+            current = current.value
+        else:
+            break
+    if not isinstance(current, cst.Name) or not isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        return None
+    text = "".join(cst.Module([]).code_for_node(expr).split())
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SAME_TENSOR:
+            if text.endswith(suffix):
+                text, changed = text[: -len(suffix)], True
+    return text if "." in text or "[" in text else None
 
 
 # Calls that make or cast a tensor in a dtype they are given (the dtype is followed, not tested).
