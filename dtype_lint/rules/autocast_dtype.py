@@ -12,7 +12,7 @@ from dtype_lint.facts import config_values, flag_logic
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
 from dtype_lint.facts.deliberate import requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.safe_context import loss_upcasts_inputs
+from dtype_lint.facts.safe_context import loss_upcasts_inputs, without_grad
 from dtype_lint.facts.training import (
     call_name,
     calls_in,
@@ -526,6 +526,10 @@ class LossOutsideAutocast(Rule):
         loss = F.cross_entropy(logits, y)
     ```
 
+    Low confidence (not shown at the default `--min-confidence medium`) for a loss computed
+    under `torch.no_grad()`/`torch.inference_mode()` (a decorated `validate`): an evaluation
+    metric, whose value is rounded but sends no gradient back.
+
     ## Fix safety
     No fix: moving statements changes which code runs under autocast.
     """
@@ -538,6 +542,7 @@ class LossOutsideAutocast(Rule):
         "the dtype flow: whether the loss's inputs were produced inside the region (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "which of the file's functions a call runs (facts/callees.py)",
         "whether the loss function upcasts its inputs itself (facts/safe_context.py)",
+        "whether the loss runs under `torch.no_grad()`/`inference_mode()`, an evaluation metric (facts/safe_context.py)",
     )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     triggers = (exact_word("autocast"),)
@@ -653,6 +658,11 @@ class LossOutsideAutocast(Rule):
         reported = self.__dict__.setdefault("_reported", set())
         if id(node) not in reported:
             reported.add(id(node))
+            if without_grad(self.ctx, node):
+                # a validation loss under no_grad is a logged metric: no gradient flows from it,
+                # and cross-entropy's float16 value is only rounded (Swin-Transformer's validate)
+                kwargs["confidence"] = Confidence.LOW
+                message += " (under no_grad: a logged metric, its value is rounded, no gradient flows from it)"
             super().report(node, message, **kwargs)
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -1,0 +1,42 @@
+"""Findings read DEBATABLE or FALSE on unseen repositories (benchmarks/UNSEEN-TRIAGE-*.tsv),
+narrowed by a general fact: each case is the reduced shape of the rows, with the case that must
+still be reported at the default confidence."""
+
+from __future__ import annotations
+
+import textwrap
+
+from conftest import FIXTURES
+from dtype_lint.config import Settings
+from dtype_lint.engine import check_text
+from dtype_lint.findings import Confidence
+
+
+def _findings(source: str, code: str, *, filename: str = "train.py", low: bool = False):
+    settings = Settings(select=(code,), min_confidence=Confidence.LOW if low else Confidence.MEDIUM)
+    report = check_text(textwrap.dedent(source), filename, settings)
+    assert not report.internal_errors, report.internal_errors
+    return report.findings
+
+
+# -- DTL406: the flag is what the Accelerator is given ------------------------------------------
+
+def test_dtl406_flag_passed_to_the_accelerator_is_reported_at_low_only():
+    source = (FIXTURES / "shapes" / "accelerate_flag_passed_weight_dtype_clean.py").read_text()
+    assert _findings(source, "DTL406") == []
+    low = _findings(source, "DTL406", low=True)
+    assert len(low) == 4 and {f.confidence for f in low} == {Confidence.LOW}
+
+
+def test_dtl406_flag_the_accelerator_never_sees_stays_medium():
+    source = (FIXTURES / "shapes" / "accelerate_weight_dtype_from_args.py").read_text()
+    assert [f.confidence for f in _findings(source, "DTL406")] == [Confidence.MEDIUM] * 2
+
+
+# -- DTL205: a validation loss under no_grad is a logged metric ----------------------------------
+
+def test_dtl205_loss_under_no_grad_is_low_and_the_training_loss_stays():
+    source = (FIXTURES / "amp_dtype" / "eval_loss_outside_autocast_no_grad.py").read_text()
+    low = _findings(source, "DTL205", low=True)
+    assert sorted((f.line, f.confidence) for f in low) == [
+        (13, Confidence.MEDIUM), (26, Confidence.LOW), (36, Confidence.LOW)]
