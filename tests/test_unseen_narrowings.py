@@ -40,3 +40,28 @@ def test_dtl205_loss_under_no_grad_is_low_and_the_training_loss_stays():
     low = _findings(source, "DTL205", low=True)
     assert sorted((f.line, f.confidence) for f in low) == [
         (13, Confidence.MEDIUM), (26, Confidence.LOW), (36, Confidence.LOW)]
+
+
+
+# -- DTL208: a backward whose gradients no optimizer applies -------------------------------------
+
+def test_dtl208_backward_without_any_optimizer_step_is_silent():
+    source = (FIXTURES / "amp_dtype" / "fp16_backward_gradient_check_clean.py").read_text()
+    assert _findings(source, "DTL208", low=True) == []  # DTL208 is silent at low
+
+
+STEPPED = '''import torch
+def train(model, loader, OPT):
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x, y)
+        loss.backward()
+        STEP
+'''
+
+
+def test_dtl208_an_optimizer_step_in_the_file_keeps_it():
+    for opt, step in (("opt", "opt.step()"), ("optimizer", "optimizer.step(closure)"),
+                      ("self", "self.optimizer_step()"), ("sgd", "sgd.step()")):
+        source = STEPPED.replace("OPT", opt).replace("STEP", step)
+        assert [f.code for f in _findings(source, "DTL208")] == ["DTL208"], step

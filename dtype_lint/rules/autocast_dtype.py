@@ -22,6 +22,7 @@ from dtype_lint.facts.training import (
     keyword,
     positional,
     receiver,
+    steps_an_optimizer,
     string_value,
     training_facts,
     walk,
@@ -945,7 +946,9 @@ class Fp16AutocastWithoutScaler(Rule):
     Fabric and DeepSpeed engines scale the loss themselves and are not flagged; bf16 needs no
     scaler. A region under `if mixed_precision:` on a parameter that every call of its function
     in the file binds to False (directly, or passing on a caller's parameter that its calls bind
-    to False) never runs and is not counted.
+    to False) never runs and is not counted. Nor is a backward in a file where nothing steps an
+    optimizer (no `opt.step()`, no optimizer at all): the gradients are only inspected, as in a
+    test that checks a float16 backward runs.
 
     ## Why is this bad?
     fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
@@ -983,6 +986,7 @@ class Fp16AutocastWithoutScaler(Rule):
         "the autocast regions around a backward and the dtypes they run at, and whether the file builds a loss scaler (facts/training.py, facts/amp.py)",
         "the dtype flow: whether a `backward()` receiver is a tensor, and whether the loss was produced under a bfloat16 autocast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "whether any call of the file may apply gradients: an optimizer's step (facts/training.py `steps_an_optimizer`)",
     )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     # A ``backward()`` call, and float16: a float16/half dtype literal or the CUDA default ("cuda").
@@ -1019,6 +1023,10 @@ class Fp16AutocastWithoutScaler(Rule):
             if found is None:
                 continue
             info, source, confidence = found
+            if not steps_an_optimizer(facts.calls):
+                # nothing in the file applies the gradients (diffusers' mixed-precision test only
+                # checks that backward runs): flushed gradients change no weight here
+                confidence = Confidence.LOW
             self.report(
                 call,
                 f"`{self.ctx.code_for(call)}` follows a float16 autocast ({_describe_autocast(self.ctx, info)}, {source})"
