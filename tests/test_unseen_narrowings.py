@@ -65,3 +65,13 @@ def test_dtl208_an_optimizer_step_in_the_file_keeps_it():
                       ("self", "self.optimizer_step()"), ("sgd", "sgd.step()")):
         source = STEPPED.replace("OPT", opt).replace("STEP", step)
         assert [f.code for f in _findings(source, "DTL208")] == ["DTL208"], step
+
+
+# -- DTL506: an arange bounded by a count of beams is no position -----------------------------
+
+def test_dtl506_min_with_a_sequence_length_still_fires():
+    source = (FIXTURES / "numerics" / "lowp_positions_beam_count_clean.py").read_text()
+    assert _findings(source, "DTL506") == []
+    twin = source.replace("k = min(beam_size * 2, lprobs.size(-1) - 1)", "k = min(seq_len * 2, lprobs.size(-1) - 1)") \
+        .replace("beam_size: int", "seq_len: int")
+    assert [f.line for f in _findings(twin, "DTL506")] == [11]
