@@ -49,6 +49,16 @@ def is_test_file(path: str) -> bool:
     return bool(TEST_FILE.search(path.replace("\\", "/")))
 
 
+# A speed benchmark: ``bench.py``, ``benchmark_*.py``, ``*_bench.py``, a ``benchmarks/`` folder.
+# Its training steps are timed, not kept (nanoGPT's bench.py prints tokens/s and MFU): a hazard
+# that only degrades what the model learns changes nothing the file reports.
+BENCHMARK_FILE = re.compile(r"(^|/)benchmarks?/|(^|/|_)bench(mark)?s?(_[^/]*)?\.py$")
+
+
+def is_benchmark_file(path: str) -> bool:
+    return bool(BENCHMARK_FILE.search(path.replace("\\", "/")))
+
+
 def _ancestors(ctx: FileContext, node: cst.CSTNode):
     current = ctx.parent(node)
     while current is not None:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from dtype_lint.facts import config_values, flag_logic
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
-from dtype_lint.facts.deliberate import requires_bf16_hardware
+from dtype_lint.facts.deliberate import is_benchmark_file, requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.safe_context import loss_upcasts_inputs, without_grad
 from dtype_lint.facts.training import (
@@ -948,7 +948,8 @@ class Fp16AutocastWithoutScaler(Rule):
     in the file binds to False (directly, or passing on a caller's parameter that its calls bind
     to False) never runs and is not counted. Nor is a backward in a file where nothing steps an
     optimizer (no `opt.step()`, no optimizer at all): the gradients are only inspected, as in a
-    test that checks a float16 backward runs.
+    test that checks a float16 backward runs; nor one in a speed benchmark (`bench.py`,
+    `benchmark_*.py`, a `benchmarks/` folder), whose steps are timed, not kept.
 
     ## Why is this bad?
     fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
@@ -987,6 +988,7 @@ class Fp16AutocastWithoutScaler(Rule):
         "the dtype flow: whether a `backward()` receiver is a tensor, and whether the loss was produced under a bfloat16 autocast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
         "whether any call of the file may apply gradients: an optimizer's step (facts/training.py `steps_an_optimizer`)",
+        "whether the file is a speed benchmark, by its path (facts/deliberate.py `is_benchmark_file`)",
     )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     # A ``backward()`` call, and float16: a float16/half dtype literal or the CUDA default ("cuda").
@@ -1023,9 +1025,10 @@ class Fp16AutocastWithoutScaler(Rule):
             if found is None:
                 continue
             info, source, confidence = found
-            if not steps_an_optimizer(facts.calls):
+            if not steps_an_optimizer(facts.calls) or is_benchmark_file(self.ctx.path):
                 # nothing in the file applies the gradients (diffusers' mixed-precision test only
-                # checks that backward runs): flushed gradients change no weight here
+                # checks that backward runs), or a speed benchmark times the steps (nanoGPT's
+                # bench.py): flushed gradients change nothing the file keeps or reports
                 confidence = Confidence.LOW
             self.report(
                 call,
