@@ -79,7 +79,7 @@ def test_dtl506_min_with_a_sequence_length_still_fires():
 
 def test_dtl208_a_speed_benchmark_times_its_steps_the_same_loop_elsewhere_is_reported():
     source = (FIXTURES / "amp_dtype" / "bench_fp16_autocast_steps.py").read_text()
-    for path in ("bench.py", "benchmarks/run.py", "benchmark_gpt.py"):
+    for path in ("bench.py", "gpt_bench.py", "benchmark_gpt.py"):
         assert _findings(source, "DTL208", filename=path) == [], path
-    for path in ("train.py", "workbench.py"):
+    for path in ("train.py", "workbench.py", "benchmarks/train.py"):
         assert [f.code for f in _findings(source, "DTL208", filename=path)] == ["DTL208"], path

@@ -949,7 +949,7 @@ class Fp16AutocastWithoutScaler(Rule):
     to False) never runs and is not counted. Nor is a backward in a file where nothing steps an
     optimizer (no `opt.step()`, no optimizer at all): the gradients are only inspected, as in a
     test that checks a float16 backward runs; nor one in a speed benchmark (`bench.py`,
-    `benchmark_*.py`, a `benchmarks/` folder), whose steps are timed, not kept.
+    `benchmark_*.py`, `*_bench.py`), whose steps are timed, not kept.
 
     ## Why is this bad?
     fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
