@@ -49,6 +49,17 @@ def is_test_file(path: str) -> bool:
     return bool(TEST_FILE.search(path.replace("\\", "/")))
 
 
+# A speed benchmark, by its file name: ``bench.py``, ``benchmark_*.py``, ``*_bench.py``. Its
+# training steps are timed, not kept (nanoGPT's bench.py prints tokens/s and MFU): a hazard that
+# only degrades what the model learns changes nothing the file reports. The folder is not read (a
+# ``benchmarks/`` folder also holds real-bug reproductions, this project's among them).
+BENCHMARK_FILE = re.compile(r"(^|/|_)bench(mark)?s?(_[^/]*)?\.py$")
+
+
+def is_benchmark_file(path: str) -> bool:
+    return bool(BENCHMARK_FILE.search(path.replace("\\", "/")))
+
+
 def _ancestors(ctx: FileContext, node: cst.CSTNode):
     current = ctx.parent(node)
     while current is not None:

@@ -56,3 +56,22 @@ def loss_upcasts_inputs(ctx: FileContext, call: cst.Call) -> bool:
         if isinstance(node, cst.FunctionDef) and node.name.value == name
     ]
     return bool(definitions) and all(_upcasts_a_parameter(definition) for definition in definitions)
+
+
+def _no_grad(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """``torch.no_grad()`` / ``torch.inference_mode()`` (called or not, as a decorator is)."""
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    return ctx.names.matches(func, "torch.no_grad", "torch.inference_mode") is not None
+
+
+def without_grad(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` runs inside ``with torch.no_grad():`` / ``inference_mode()`` or in a function
+    decorated so: a loss computed there is an evaluation metric, no gradient flows from it."""
+    scope = ctx.enclosing(node, cst.With, cst.FunctionDef)
+    while scope is not None:
+        if isinstance(scope, cst.With) and any(_no_grad(ctx, item.item) for item in scope.items):
+            return True
+        if isinstance(scope, cst.FunctionDef) and any(_no_grad(ctx, d.decorator) for d in scope.decorators):
+            return True
+        scope = ctx.enclosing(scope, cst.With, cst.FunctionDef)
+    return False

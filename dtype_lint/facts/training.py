@@ -220,6 +220,24 @@ def is_scaled_backward(call: cst.Call) -> bool:
     return isinstance(inner, cst.Call) and call_name(inner) == "scale"
 
 
+def steps_an_optimizer(calls: list[cst.Call]) -> bool:
+    """Some call may apply gradients: an optimizer's ``step()`` (no positional argument but a
+    closure: ``opt.step()``, ``opt.step(closure)`` on a name mentioning "opt"), a scaler's
+    ``step(optimizer)``, or any call through a name mentioning an optimizer (``self.optimizer_step()``,
+    ``torch.optim.AdamW(...)``). An EMA's ``ema.step(model.parameters())`` is none of these. Without
+    one, a ``backward()`` only fills ``.grad`` for inspection (a gradient test), no weight changes."""
+    for call in calls:
+        dotted = (dotted_name(call.func) or "").lower()
+        if "optim" in dotted:
+            return True
+        if call_name(call) != "step":
+            continue
+        owner = dotted.rsplit(".", 1)[0]
+        if positional(call, 0) is None or "opt" in owner or "scaler" in owner:
+            return True
+    return False
+
+
 class TrainingFacts:
     def __init__(self, ctx) -> None:
         self.ctx = ctx

@@ -10,9 +10,9 @@ import libcst as cst
 
 from dtype_lint.facts import config_values, flag_logic
 from dtype_lint.facts.amp import AutocastInfo, dtype_literal, literal_string
-from dtype_lint.facts.deliberate import requires_bf16_hardware
+from dtype_lint.facts.deliberate import is_benchmark_file, requires_bf16_hardware
 from dtype_lint.facts.names import dotted_name
-from dtype_lint.facts.safe_context import loss_upcasts_inputs
+from dtype_lint.facts.safe_context import loss_upcasts_inputs, without_grad
 from dtype_lint.facts.training import (
     call_name,
     calls_in,
@@ -22,6 +22,7 @@ from dtype_lint.facts.training import (
     keyword,
     positional,
     receiver,
+    steps_an_optimizer,
     string_value,
     training_facts,
     walk,
@@ -526,6 +527,10 @@ class LossOutsideAutocast(Rule):
         loss = F.cross_entropy(logits, y)
     ```
 
+    Low confidence (not shown at the default `--min-confidence medium`) for a loss computed
+    under `torch.no_grad()`/`torch.inference_mode()` (a decorated `validate`): an evaluation
+    metric, whose value is rounded but sends no gradient back.
+
     ## Fix safety
     No fix: moving statements changes which code runs under autocast.
     """
@@ -538,6 +543,7 @@ class LossOutsideAutocast(Rule):
         "the dtype flow: whether the loss's inputs were produced inside the region (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "which of the file's functions a call runs (facts/callees.py)",
         "whether the loss function upcasts its inputs itself (facts/safe_context.py)",
+        "whether the loss runs under `torch.no_grad()`/`inference_mode()`, an evaluation metric (facts/safe_context.py)",
     )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     triggers = (exact_word("autocast"),)
@@ -653,6 +659,11 @@ class LossOutsideAutocast(Rule):
         reported = self.__dict__.setdefault("_reported", set())
         if id(node) not in reported:
             reported.add(id(node))
+            if without_grad(self.ctx, node):
+                # a validation loss under no_grad is a logged metric: no gradient flows from it,
+                # and cross-entropy's float16 value is only rounded (Swin-Transformer's validate)
+                kwargs["confidence"] = Confidence.LOW
+                message += " (under no_grad: a logged metric, its value is rounded, no gradient flows from it)"
             super().report(node, message, **kwargs)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -935,7 +946,10 @@ class Fp16AutocastWithoutScaler(Rule):
     Fabric and DeepSpeed engines scale the loss themselves and are not flagged; bf16 needs no
     scaler. A region under `if mixed_precision:` on a parameter that every call of its function
     in the file binds to False (directly, or passing on a caller's parameter that its calls bind
-    to False) never runs and is not counted.
+    to False) never runs and is not counted. Nor is a backward in a file where nothing steps an
+    optimizer (no `opt.step()`, no optimizer at all): the gradients are only inspected, as in a
+    test that checks a float16 backward runs; nor one in a speed benchmark (`bench.py`,
+    `benchmark_*.py`, `*_bench.py`), whose steps are timed, not kept.
 
     ## Why is this bad?
     fp16 cannot represent gradients below about 6e-8: without loss scaling small gradients
@@ -973,6 +987,8 @@ class Fp16AutocastWithoutScaler(Rule):
         "the autocast regions around a backward and the dtypes they run at, and whether the file builds a loss scaler (facts/training.py, facts/amp.py)",
         "the dtype flow: whether a `backward()` receiver is a tensor, and whether the loss was produced under a bfloat16 autocast (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "whether any call of the file may apply gradients: an optimizer's step (facts/training.py `steps_an_optimizer`)",
+        "whether the file is a speed benchmark, by its path (facts/deliberate.py `is_benchmark_file`)",
     )
     # An autocast region: each autocast name (and ``accelerator.autocast``) ends in the word "autocast".
     # A ``backward()`` call, and float16: a float16/half dtype literal or the CUDA default ("cuda").
@@ -1009,6 +1025,11 @@ class Fp16AutocastWithoutScaler(Rule):
             if found is None:
                 continue
             info, source, confidence = found
+            if not steps_an_optimizer(facts.calls) or is_benchmark_file(self.ctx.path):
+                # nothing in the file applies the gradients (diffusers' mixed-precision test only
+                # checks that backward runs), or a speed benchmark times the steps (nanoGPT's
+                # bench.py): flushed gradients change nothing the file keeps or reports
+                confidence = Confidence.LOW
             self.report(
                 call,
                 f"`{self.ctx.code_for(call)}` follows a float16 autocast ({_describe_autocast(self.ctx, info)}, {source})"

@@ -54,7 +54,11 @@ class WeightDtypeFromArgs(Rule):
     ## Fix safety
     Unsafe: it replaces the flag with `<accelerator>.mixed_precision`, which changes the dtype
     whenever the launcher's setting differs from the flag. Medium confidence: a script run
-    only with its own flag (never `accelerate launch --mixed_precision`) behaves the same.
+    only with its own flag (never `accelerate launch --mixed_precision`) behaves the same. Low
+    (not shown at the default `--min-confidence medium`) where the file passes the flag to
+    `Accelerator(mixed_precision=...)`: the two then differ only when the flag is left out,
+    and the branch falls back to the script's own default dtype (float32 frozen weights under
+    the launcher's autocast cost memory, they do not mismatch).
     """
 
     code = "DTL406"
@@ -155,6 +159,13 @@ class WeightDtypeFromArgs(Rule):
             return
         if self._flag_decides(flag):
             return
+        # The flag is what the Accelerator is given: the two agree whenever the flag is set, and
+        # differ only when it is left out (None) and the launcher sets the precision. Then the
+        # branch takes its fallback, the script's own default dtype: float32 frozen weights under
+        # the launcher's autocast (memory, not a dtype mismatch; diffusers#1272, #9601) or a
+        # validation pipeline in the script's default. A flag the Accelerator never sees can be
+        # fp16 over a float32 Accelerator (no autocast): half encoder outputs into float32 weights.
+        confidence = Confidence.LOW if self._flag_passed(flag) else Confidence.MEDIUM
         fix = None
         if self._accelerators:
             fix = Fix(Safety.UNSAFE, (self.replace(flag.value, self._accelerators[0]),), "read the Accelerator's precision")
@@ -164,7 +175,7 @@ class WeightDtypeFromArgs(Rule):
             flag,
             f"the weights' dtype follows `{owner}.mixed_precision`, but `accelerate launch`/`accelerate config` can set "
             f"the precision without this flag: read `{accelerator}.mixed_precision` instead",
-            confidence=Confidence.MEDIUM,
+            confidence=confidence,
             fix=fix,
         )
 
@@ -176,15 +187,18 @@ class WeightDtypeFromArgs(Rule):
         return [node for node in self.ctx.all_nodes
                 if isinstance(node, cst.Call) and self.ctx.names.matches(node.func, *ACCELERATOR)]
 
+    def _flag_passed(self, flag: cst.Attribute) -> bool:
+        """``Accelerator(mixed_precision=<the flag>)`` somewhere in the file."""
+        name = dotted_name(flag)
+        return any(dotted_name(keyword(call, "mixed_precision") or cst.Name("None")) == name
+                   for call in self._accelerator_calls())
+
     def _flag_decides(self, flag: cst.Attribute) -> bool:
         """``Accelerator(mixed_precision=args.mixed_precision)`` with ``add_argument(
         "--mixed_precision", default="no")``: accelerate takes the launcher's setting only when
         the argument is None, and this flag never is, so the Accelerator's precision is the flag
         (sd-scripts' train_util.py). A flag that defaults to None still leaves it to the launcher."""
-        name = dotted_name(flag)
-        passed = any(dotted_name(keyword(call, "mixed_precision") or cst.Name("None")) == name
-                     for call in self._accelerator_calls())
-        if not passed:
+        if not self._flag_passed(flag):
             return False
         default = argparse_default(self.ctx, flag.attr.value)
         return isinstance(default, cst.SimpleString)

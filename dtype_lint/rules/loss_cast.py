@@ -8,6 +8,7 @@ import libcst as cst
 
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.numerics import facts
+from dtype_lint.facts.safe_context import without_grad
 from dtype_lint.facts.training import call_name
 from dtype_lint.findings import Confidence
 from dtype_lint.prefilter import exact_word
@@ -17,12 +18,6 @@ from dtype_lint.rules.model_input import LOSS_FUNCTIONS
 LOW_CASTS = {"half": "float16", "bfloat16": "bfloat16"}
 _CALLS_BACKWARD = re.compile(r"\bbackward\b")
 LOW_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
-
-
-def _no_grad(ctx, expr: cst.BaseExpression) -> bool:
-    """``torch.no_grad()`` / ``torch.inference_mode()`` (called or not, as a decorator is)."""
-    func = expr.func if isinstance(expr, cst.Call) else expr
-    return ctx.names.matches(func, "torch.no_grad", "torch.inference_mode") is not None
 
 
 class LossDowncast(Rule):
@@ -107,15 +102,7 @@ class LossDowncast(Rule):
         )
 
     def _without_grad(self, node: cst.Call) -> bool:
-        """Inside ``with torch.no_grad():`` / ``inference_mode()`` or a function decorated so."""
-        scope = self.ctx.enclosing(node, cst.With, cst.FunctionDef)
-        while scope is not None:
-            if isinstance(scope, cst.With) and any(_no_grad(self.ctx, item.item) for item in scope.items):
-                return True
-            if isinstance(scope, cst.FunctionDef) and any(_no_grad(self.ctx, d.decorator) for d in scope.decorators):
-                return True
-            scope = self.ctx.enclosing(scope, cst.With, cst.FunctionDef)
-        return False
+        return without_grad(self.ctx, node)
 
     def _low_cast(self, node: cst.Call) -> str | None:
         method = node.func.attr.value

@@ -11,6 +11,7 @@ import libcst as cst
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.promoted_uses import only_float32_consumers
 from dtype_lint.facts.training import child_nodes, walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import POWER_WORD, exact_word
@@ -713,6 +714,10 @@ class FactoryDefaultDtype(CombiningRule):
     on the promoted operand, and the message names both lines.
     0-dim factories (`torch.tensor(1.5)`, `torch.zeros(())`) are not flagged: they do not
     promote. Inside autocast the promotion is undone by the next autocast op, so it is skipped.
+    Skipped too where every use of the result, followed through the function, ends in a consumer
+    that takes float32: a loss, `.float()`, a module the file runs under autocast
+    (`accelerator.prepare`) or knows is float32 (diffusers' offset noise fed to the trained UNet
+    and an MSE loss; facts/promoted_uses.py).
 
     ## Why is this bad?
     Factories follow the default dtype (float32), and binary ops and `cat` promote to the wider
@@ -744,6 +749,7 @@ class FactoryDefaultDtype(CombiningRule):
     queries = (
         "the dtype flow: the dtypes of the two operands and where the float32 one was made (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "where the promoted result goes: whether every use ends in a loss, `.float()` or a float32/autocast module (facts/promoted_uses.py)",
     )
     fix_safety = Safety.UNSAFE
     triggers = LOWP_TRIGGERS  # needs a float16/bfloat16 value (see facts/flow/library.py)
@@ -789,6 +795,8 @@ class FactoryDefaultDtype(CombiningRule):
                 continue
             if autocast_enabled_at(self.ctx, node):
                 return
+            if only_float32_consumers(self.ctx, node):
+                return  # the result only reaches a loss, `.float()` or a float32/autocast module
             other, other_value = low[0]
             certain = other_value.only(FP16) or other_value.only(BF16)
             if id(factory) in self._reported:

@@ -58,8 +58,43 @@ def _arange_bounds(ctx, call: cst.Call) -> tuple[float | None, float | None]:
     return (start_value.value if start_value else (0.0 if start is None else None)), (end_value.value if end_value else None)
 
 
-# Lengths that count a model's parts, not tokens: far below 2048 in any real model.
-SMALL_COUNTS = re.compile(r"(^|_)(n_?)?(heads?|layers?|experts?|groups?|kv_heads)$|^num_(heads?|layers?|experts?|groups?)", re.IGNORECASE)
+# Lengths that count a model's parts or a search's hypotheses, not tokens: far below 2048 in any
+# real model or beam search.
+SMALL_COUNTS = re.compile(
+    r"(^|_)(n_?)?(heads?|layers?|experts?|groups?|kv_heads|beams?|beam_size)$|^num_(heads?|layers?|experts?|groups?|beams)",
+    re.IGNORECASE)
+
+
+def _count_name(expr: cst.BaseExpression) -> str | None:
+    """``beam_size`` in ``beam_size``, ``self.beam_size``, ``beam_size * 2`` or ``2 * beam_size + 1``."""
+    while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Multiply)):
+        if isinstance(expr.right, cst.Integer):
+            expr = expr.left
+        elif isinstance(expr.left, cst.Integer):
+            expr = expr.right
+        else:
+            return None
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _bounded_by_count(ctx, length: cst.Name | None) -> bool:
+    """``length`` is a small count, or holds ``min(...)`` of one: fairseq's beam search takes
+    ``k = min(beam_size * 2, vocab - 1)`` hypotheses, at most twice the beam whatever the vocab."""
+    if length is None:
+        return False
+    if SMALL_COUNTS.search(length.value):
+        return True
+    if not isinstance(length, cst.Name) or ctx.enclosing(length, cst.FunctionDef) is None:
+        return False
+    reaching = facts(ctx).reaching(length)
+    if len(reaching) != 1:
+        return False
+    value = reaching[0][0]
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "min"):
+        return False
+    return any((name := _count_name(arg.value)) is not None and SMALL_COUNTS.search(name) for arg in value.args)
 
 
 def _run_time_length(arange: cst.Call) -> cst.Name | None:
@@ -228,9 +263,10 @@ class LowpIntegerPositions(Rule):
             asserted = _asserted_bound(self.ctx, arange, length)
             if asserted is not None and asserted <= limit + 1:
                 return  # ``assert n <= 2048`` before ``arange(n, dtype=float16)``: exact
-            if length is not None and SMALL_COUNTS.search(length.value):
-                # ``arange(1, num_heads + 1)``: a count of heads or layers, not a sequence length;
-                # it fits unless a model has thousands of heads (a heuristic: low).
+            if _bounded_by_count(self.ctx, length):
+                # ``arange(1, num_heads + 1)``, ``arange(1, k + 1)`` with ``k = min(beam_size * 2,
+                # ...)``: a count of heads, layers or hypotheses, not a sequence length; it fits
+                # unless a model has thousands of heads or beams (a heuristic: low).
                 confidence = Confidence.LOW
         names = " or ".join(LONG[d] for d in (FP16, BF16) if d in dtypes)
         bound = f"up to {int(end)}" if end is not None else "up to a run-time length"

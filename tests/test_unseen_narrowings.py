@@ -1,0 +1,85 @@
+"""Findings read DEBATABLE or FALSE on unseen repositories (benchmarks/UNSEEN-TRIAGE-*.tsv),
+narrowed by a general fact: each case is the reduced shape of the rows, with the case that must
+still be reported at the default confidence."""
+
+from __future__ import annotations
+
+import textwrap
+
+from conftest import FIXTURES
+from dtype_lint.config import Settings
+from dtype_lint.engine import check_text
+from dtype_lint.findings import Confidence
+
+
+def _findings(source: str, code: str, *, filename: str = "train.py", low: bool = False):
+    settings = Settings(select=(code,), min_confidence=Confidence.LOW if low else Confidence.MEDIUM)
+    report = check_text(textwrap.dedent(source), filename, settings)
+    assert not report.internal_errors, report.internal_errors
+    return report.findings
+
+
+# -- DTL406: the flag is what the Accelerator is given ------------------------------------------
+
+def test_dtl406_flag_passed_to_the_accelerator_is_reported_at_low_only():
+    source = (FIXTURES / "shapes" / "accelerate_flag_passed_weight_dtype_clean.py").read_text()
+    assert _findings(source, "DTL406") == []
+    low = _findings(source, "DTL406", low=True)
+    assert len(low) == 4 and {f.confidence for f in low} == {Confidence.LOW}
+
+
+def test_dtl406_flag_the_accelerator_never_sees_stays_medium():
+    source = (FIXTURES / "shapes" / "accelerate_weight_dtype_from_args.py").read_text()
+    assert [f.confidence for f in _findings(source, "DTL406")] == [Confidence.MEDIUM] * 2
+
+
+# -- DTL205: a validation loss under no_grad is a logged metric ----------------------------------
+
+def test_dtl205_loss_under_no_grad_is_low_and_the_training_loss_stays():
+    source = (FIXTURES / "amp_dtype" / "eval_loss_outside_autocast_no_grad.py").read_text()
+    low = _findings(source, "DTL205", low=True)
+    assert sorted((f.line, f.confidence) for f in low) == [
+        (13, Confidence.MEDIUM), (26, Confidence.LOW), (36, Confidence.LOW)]
+
+
+
+# -- DTL208: a backward whose gradients no optimizer applies -------------------------------------
+
+def test_dtl208_backward_without_any_optimizer_step_is_silent():
+    source = (FIXTURES / "amp_dtype" / "fp16_backward_gradient_check_clean.py").read_text()
+    assert _findings(source, "DTL208", low=True) == []  # DTL208 is silent at low
+
+
+STEPPED = '''import torch
+def train(model, loader, OPT):
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x, y)
+        loss.backward()
+        STEP
+'''
+
+
+def test_dtl208_an_optimizer_step_in_the_file_keeps_it():
+    for opt, step in (("opt", "opt.step()"), ("optimizer", "optimizer.step(closure)"),
+                      ("self", "self.optimizer_step()"), ("sgd", "sgd.step()")):
+        source = STEPPED.replace("OPT", opt).replace("STEP", step)
+        assert [f.code for f in _findings(source, "DTL208")] == ["DTL208"], step
+
+
+# -- DTL506: an arange bounded by a count of beams is no position -----------------------------
+
+def test_dtl506_min_with_a_sequence_length_still_fires():
+    source = (FIXTURES / "numerics" / "lowp_positions_beam_count_clean.py").read_text()
+    assert _findings(source, "DTL506") == []
+    twin = source.replace("k = min(beam_size * 2, lprobs.size(-1) - 1)", "k = min(seq_len * 2, lprobs.size(-1) - 1)") \
+        .replace("beam_size: int", "seq_len: int")
+    assert [f.line for f in _findings(twin, "DTL506")] == [11]
+
+
+def test_dtl208_a_speed_benchmark_times_its_steps_the_same_loop_elsewhere_is_reported():
+    source = (FIXTURES / "amp_dtype" / "bench_fp16_autocast_steps.py").read_text()
+    for path in ("bench.py", "gpt_bench.py", "benchmark_gpt.py"):
+        assert _findings(source, "DTL208", filename=path) == [], path
+    for path in ("train.py", "workbench.py", "benchmarks/train.py"):
+        assert [f.code for f in _findings(source, "DTL208", filename=path)] == ["DTL208"], path
