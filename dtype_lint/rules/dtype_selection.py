@@ -8,7 +8,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import config_values
+from dtype_lint.facts import config_values, precision_flags
 from dtype_lint.facts.amp import DTYPE_NAMES
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import calls_in, training_facts
@@ -181,7 +181,12 @@ class PrecisionNameMismatch(Rule):
     Flags code where a name that says one low precision selects the other dtype: a mapping
     `{"bf16": torch.float16}` / `{"fp16": torch.bfloat16}`, a branch
     `if precision == "bf16": dtype = torch.float16`, and a conditional
-    `torch.float16 if args.bf16 else ...`. Names are read word by word (`bf16-mixed`,
+    `torch.float16 if args.bf16 else ...`; also a branch taken for several precisions that
+    selects one low dtype for all of them, where the setting's values are known: the `else` of
+    `args.mixed_precision == "no"` with `choices=["no", "fp16", "bf16"]` declared, or
+    `accelerator.mixed_precision != "no"` (accelerate's values: "no", "fp16", "bf16", "fp8")
+    selecting `torch.float16` gives a bf16 run float16 (huggingface/diffusers 93df5bb). A
+    setting with no declared choices is not read. Names are read word by word (`bf16-mixed`,
     `use_fp16`, `bfloat16`, `half`); keys naming both or neither are ignored. float32 chosen
     under a low-precision name is not a mismatch, even beside a float16 compute dtype: mixed
     precision keeps float32 master weights (GradScaler refuses float16 gradients), which is the
@@ -205,7 +210,8 @@ class PrecisionNameMismatch(Rule):
 
     ## Fix safety
     Unsafe: it replaces the dtype with the one the name says, which changes the precision the
-    program runs at. High confidence: the name and the dtype disagree on the line itself.
+    program runs at. High confidence: the name and the dtype disagree on the line itself;
+    medium, and no fix, where one branch stands for both fp16 and bf16 (it needs splitting).
     """
 
     code = "DTL707"
@@ -213,6 +219,7 @@ class PrecisionNameMismatch(Rule):
     summary = "A name that says bf16 selects torch.float16 (or fp16 selects torch.bfloat16)"
     queries = (
         "the dtype constants a mapping, branch or conditional selects, as the file names them (facts/names.py, facts/amp.py); no dtype flow",
+        "the values a precision setting can take: argparse `choices=`, accelerate's `Accelerator.mixed_precision` (facts/precision_flags.py)",
     )
     fix_safety = Safety.UNSAFE
     triggers = ("bf16", "bfloat", "fp16", "half", "float16")
@@ -225,6 +232,11 @@ class PrecisionNameMismatch(Rule):
         # ... also beside a float16 compute dtype on the same flag (LLaVA's and qlora's QLoRA setup)
         "import torch\ndef load(args):\n    compute = torch.float16 if args.fp16 else torch.float32\n"
         "    config.torch_dtype = torch.float32 if args.fp16 else torch.float32\n",
+        # the flag admits only "no" and "fp16": its else can only be fp16
+        "import torch\nparser.add_argument('--mixed_precision', default='no', choices=['no', 'fp16'])\n"
+        "noise_dtype = torch.float32 if args.mixed_precision == 'no' else torch.float16\n",
+        # choices not declared: the values are not known
+        "import torch\nnoise_dtype = torch.float32 if args.mixed_precision == 'no' else torch.float16\n",
     )
     invalid = (
         Invalid(
@@ -239,6 +251,11 @@ class PrecisionNameMismatch(Rule):
             "import torch\nweight_dtype = torch.bfloat16 if args.fp16 else torch.float32\n",
             fixed="import torch\nweight_dtype = torch.float16 if args.fp16 else torch.float32\n",
         ),
+        # the else of a test on a flag whose declared choices include both fp16 and bf16
+        Invalid(
+            "import torch\nparser.add_argument('--mixed_precision', default='no', choices=['no', 'fp16', 'bf16'])\n"
+            "noise_dtype = torch.float32 if args.mixed_precision == 'no' else torch.float16\n"
+        ),
     )
 
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -250,18 +267,61 @@ class PrecisionNameMismatch(Rule):
 
     def visit_If(self, node: cst.If) -> None:
         named = self._condition_precision(node.test)
-        if named is None:
-            return
-        for statement in node.body.body:
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.Assign):
-                        self._check_value(named, small.value, self.ctx.code_for(node.test).strip())
+        where = self.ctx.code_for(node.test).strip()
+        branches = self._branches(node)
+        if named is not None:
+            for value in _assigned_values(node.body):
+                self._check_value(named, value, where)
+        elif branches is not None:
+            for value in _assigned_values(node.body):
+                self._check_admitted(branches[0], value, f"`{where}`")
+        if branches is not None and isinstance(node.orelse, cst.Else):
+            for value in _assigned_values(node.orelse.body):
+                self._check_admitted(branches[1], value, f"the else of `{where}`")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         named = self._condition_precision(node.test)
+        where = self.ctx.code_for(node.test).strip()
+        branches = self._branches(node)
         if named is not None:
-            self._check_value(named, node.body, self.ctx.code_for(node.test).strip())
+            self._check_value(named, node.body, where)
+        elif branches is not None:
+            self._check_admitted(branches[0], node.body, f"`{where}`")
+        if branches is not None and not isinstance(node.orelse, cst.IfExp):
+            self._check_admitted(branches[1], node.orelse, f"the else of `{where}`")
+
+    def _branches(self, node: cst.If | cst.IfExp) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The precision values (facts/precision_flags.py) for which ``node``'s body and its
+        else run, narrowed by the ``if``/``elif`` (or nested conditional) tests before it on the
+        same setting; None when the test is not on a setting whose values are known."""
+        found = precision_flags.narrowed(self.ctx, node.test)
+        if found is None:
+            return None
+        setting, true, false = found
+        child, parent = node, self.ctx.parent(node)
+        while isinstance(parent, type(node)) and parent.orelse is child:
+            before = precision_flags.narrowed(self.ctx, parent.test)
+            if before is None or before[0] != setting:
+                break
+            true, false = true & before[2], false & before[2]
+            child, parent = parent, self.ctx.parent(parent)
+        return true, false
+
+    def _check_admitted(self, admitted: frozenset[str], value: cst.BaseExpression, where: str) -> None:
+        """``value`` is selected for every precision in ``admitted``: a low dtype that is not
+        the one each of them names is a mismatch (float32 for all of them is not: master weights)."""
+        names = {_named_precision(text) for text in admitted} - {None}
+        chosen = _torch_dtype(self.ctx, value) if isinstance(value, cst.Attribute) else None
+        if chosen not in ("float16", "bfloat16") or not names or names == {chosen}:
+            return
+        other = next(text for text in sorted(admitted) if _named_precision(text) not in (None, chosen))
+        self.report(
+            value,
+            f"{where} holds for {', '.join(repr(t) for t in sorted(admitted))} (the values the setting can take)"
+            f" but selects `{self.ctx.code_for(value).strip()}` ({chosen}): a {other!r} run gets {chosen}"
+            f" where {_named_precision(other)} was asked for; select the dtype per precision",
+            confidence=Confidence.HIGH if len(names) == 1 else Confidence.MEDIUM,
+        )
 
     def _condition_precision(self, test: cst.BaseExpression) -> str | None:
         """``x == "bf16"`` -> bfloat16; ``args.fp16`` / ``use_bf16`` (a flag) -> its name's dtype."""
@@ -382,6 +442,12 @@ class NoneDtypeCast(Rule):
             if keyword in (None, "dtype") and dotted_name(arg.value) == name:
                 return True
         return False
+
+
+def _assigned_values(body: cst.BaseSuite) -> list[cst.BaseExpression]:
+    """The right sides of the plain assignments, and the returned values, directly in a branch's body."""
+    return [small.value for statement in getattr(body, "body", ()) if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body if isinstance(small, (cst.Assign, cst.Return)) and small.value is not None]
 
 
 def _calls(statement: cst.CSTNode) -> list[cst.Call]:

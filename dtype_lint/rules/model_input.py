@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts.batch_entry import batch_binding
 from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
 from dtype_lint.facts.flow.library import LOWP_TRIGGERS, autoencoder_input_method, parameterless, runs_input_as_given
@@ -358,6 +359,10 @@ class LowpModelFp32Input(Rule):
     A function monkeypatched in as the forward of a cast model's modules (`module.forward =
     fn.__get__(module)`, `types.MethodType(fn, module)`) runs with `self` in the model's dtype,
     so a buffer it makes without `dtype=` and hands to `self.to_out(...)` is reported there.
+    When the float32 input was taken out of a DataLoader batch in the same training step
+    (`prompt_embeds = batch["prompt_embeds"]`, then maybe reshaped or concatenated with float16
+    latents), the finding is reported at that assignment, where the cast to the model's dtype
+    belongs, once however many models the value reaches.
 
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
@@ -392,6 +397,7 @@ class LowpModelFp32Input(Rule):
         "the dtype flow: the dtype of the called module and of the tensor given to it, each with where it came from (facts/dtypes.py, computed by facts/flow/interpreter.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
         "in a project check, the precision world the project pass found for the enclosing module class (facts/flow/seeding.py)",
+        "where the step takes a float32 input out of a DataLoader batch, through its own assignments (facts/batch_entry.py)",
     )
     fix_safety = Safety.UNSAFE
     # The called module must be float16/bfloat16 (``module.dtypes & LOW``).
@@ -502,6 +508,26 @@ class LowpModelFp32Input(Rule):
             # ``fp16_model = model.half()`` then ``model(x)``: the cast changed ``model`` too (a
             # module casts in place and returns itself). One defect, reported once, at the cast,
             # by DTL407 (cast-alias-original), where the fix (``deepcopy`` first) goes.
+            return
+        entry = batch_binding(self.ctx, arg.value)
+        if entry is not None:
+            # The float32 part was taken out of a DataLoader batch in this step: the cast belongs
+            # where it is taken (facts/batch_entry.py), and the finding is reported there.
+            statement, bound = entry
+            reported = self.__dict__.setdefault("_batch_entries", set())
+            if id(statement) in reported:
+                return  # one finding per place the batch value is taken, however many models it reaches
+            reported.add(id(statement))
+            call_line = self.ctx.position(node).start.line
+            via = "" if bound.value == argument else f" (through `{argument}`)"
+            message = (
+                f"`{bound.value}` is taken from the DataLoader batch as {dtype_phrase(value)} and reaches "
+                f"`{name}`{via} at line {call_line}, which is {dtype_phrase(module, low)}, with no autocast region "
+                f"active: the call fails with a dtype mismatch (expected scalar type "
+                f"{'/'.join(n for d, n in ((FP16, 'Half'), ('bf16', 'BFloat16')) if d in module.dtypes)} but found "
+                f"Float); cast it to the model's dtype where it leaves the batch"
+            )
+            self.report(statement, message, confidence=confidence)
             return
         fix = None
         if fixable and isinstance(module_node, (cst.Name, cst.Attribute)):

@@ -41,6 +41,16 @@ FORWARD_LIKE = frozenset({"encode", "decode"})
 INPUT_KEYWORDS = frozenset({"input", "x", "inputs_embeds", "pixel_values", "sample", "latents", "hidden_states"})
 
 
+def _drops_fp32_wrapper(call: cst.Call) -> bool:
+    """``accelerator.unwrap_model(model, keep_fp32_wrapper=False)`` (or ``False`` second): the
+    module comes back without the autocast forward ``prepare`` gave it (accelerate's contract)."""
+    keep = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "keep_fp32_wrapper"), None)
+    if keep is None:
+        plain = [a.value for a in call.args if a.keyword is None and not a.star]
+        keep = plain[1] if len(plain) > 1 else None
+    return isinstance(keep, cst.Name) and keep.value == "False"
+
+
 class Fp32ModelLowpInput(Rule):
     """## What it does
     Flags a call of a float32 model (a `torch.nn` layer, a module class of this file, or a
@@ -48,7 +58,10 @@ class Fp32ModelLowpInput(Rule):
     on every path: never cast, or cast back with `.float()`) on a tensor that is float16 or
     bfloat16 on every path, outside autocast: `model.float()` followed by `img.half()`. A model
     that went through `accelerator.prepare`, `unwrap_model`, `deepspeed.initialize` or a
-    Lightning `setup` is skipped: those wrap its forward in autocast. Inside a module's
+    Lightning `setup` is skipped: those wrap its forward in autocast; not so
+    `accelerator.unwrap_model(model, keep_fp32_wrapper=False)`, which hands back the bare
+    module (accelerate's contract; the default, True since accelerate 0.16, keeps the
+    wrapper). Inside a module's
     `forward`, `self.head(x)` is reported when `x` is the output of a submodule cast apart from
     the rest (`self.wte.to(torch.bfloat16)` in an `init_weights()` the program calls, or
     `model.encoder.half()` in another file) and `self.head` is float32; a model one of whose
@@ -168,6 +181,8 @@ class Fp32ModelLowpInput(Rule):
         inside = _root_name(module_node) == "self"  # reported at the caller, unless a part meets the rest here
         if self.ctx.flow.autocast_at(node) is not None or forward_casts_inputs(self.ctx, module):
             return
+        if module.autocast:
+            return  # its forward runs under a framework's autocast (``accelerator.prepare``)
         if self._wrapped(module_node):
             return
         for arg in arguments(node):
@@ -249,7 +264,10 @@ class Fp32ModelLowpInput(Rule):
                 for _, value in assignments.get(name, []):
                     if not isinstance(value, cst.Call):
                         continue
-                    if (dotted_name(value.func) or "").rsplit(".", 1)[-1] in WRAPPERS:
+                    wrapper = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
+                    if wrapper == "unwrap_model" and _drops_fp32_wrapper(value):
+                        continue  # the bare module: accelerate took its autocast wrapper off
+                    if wrapper in WRAPPERS:
                         return True
                     if value.args:
                         sources.append(dotted_name(value.args[0].value))

@@ -2681,7 +2681,14 @@ class Interpreter:
                 return values[0]
             return make(TUPLE, items=tuple(values))
         if key is not None and key.split(".")[-1] in ("accelerator", "fabric") and method in ("unwrap_model", "setup"):
-            return self._first_argument(node)
+            model = self._first_argument(node)
+            keep = _arg(node, "keep_fp32_wrapper", 1) if method == "unwrap_model" else None
+            if keep is not None and model is not None and model.kind == MODULE and amp.literal_bool(keep.value) is False:
+                # accelerate's contract: ``keep_fp32_wrapper=False`` hands back the bare module, its
+                # forward no longer under prepare's autocast (the default, True since accelerate
+                # 0.16, keeps it; huggingface/accelerate#1025, diffusers#1566).
+                return model.replace(autocast=None)
+            return model
         if key is not None and key.split(".")[-1] in ("accelerator",) and method == "autocast":
             info = amp.autocast_info(self.names, node)
             return make(AUTOCAST, info=info) if info is not None else None
