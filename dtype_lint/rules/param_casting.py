@@ -912,7 +912,7 @@ class EvalDtypeFlip(Rule):
         """A function of any name that casts a module it receives to float16/bfloat16 in place
         (``Module.half()`` and ``.to(dtype)`` mutate the caller's module) and never casts it back,
         called by a training loop of this file with the very model it trains (not a copy)."""
-        from dtype_lint.facts.passed_models import PassedModels, callers_passing_trained_model
+        from dtype_lint.facts.passed_models import PassedModels, averaged_each_step, callers_passing_trained_model
 
         passed = None
         for cast in self.ctx.flow.module_casts:
@@ -923,11 +923,15 @@ class EvalDtypeFlip(Rule):
             if found is None:
                 continue
             call, model = found
+            after = "the next steps run a half model with float32 optimizer state and inputs"
+            if model not in trained and model.split(".")[0] not in trained and averaged_each_step(
+                    passed, model.split(".")[0], trained):
+                after = "the next steps average the trained weights into a half copy, losing the small updates"
             self.report(
                 cast.node,
                 f"`{cast.function.name.value}` casts the `{cast.target.split('.')[0]}` it is given to {_dtypes(cast.dtypes)} in"
                 f" place and never casts it back, and line {_line(self.ctx, call)} passes it `{model}`, the model"
-                f" training goes on with: the next steps run a half model with float32 optimizer state and inputs."
+                f" training goes on with: {after}."
                 f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
                 confidence=Confidence.MEDIUM,
             )
@@ -937,5 +941,26 @@ class EvalDtypeFlip(Rule):
         for other in self.ctx.flow.casts_of(cast.target):
             if other is cast or other.function is not cast.function or other.dtypes == cast.dtypes:
                 continue
+            if _other_arm(self.ctx, cast.node, other.node):
+                continue  # ``model.half() if half else model.float()``: one configuration or the other, no undoing
             return True
         return False
+
+
+def _other_arm(ctx, one: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """``one`` and ``other`` sit in the two arms of the same ``if``/``elif``/ternary."""
+    above_other = set()
+    node = other
+    while node is not None:
+        above_other.add(id(node))
+        node = ctx.parent(node)
+    child, node = one, ctx.parent(one)
+    while node is not None:
+        if isinstance(node, (cst.If, cst.IfExp)):
+            arms = (node.body, node.orelse)
+            if child is arms[0] and arms[1] is not None and id(arms[1]) in above_other:
+                return True
+            if child is arms[1] and id(arms[0]) in above_other:
+                return True
+        child, node = node, ctx.parent(node)
+    return False
