@@ -370,6 +370,18 @@ def test_helper_rebinding_its_parameter_before_the_cast_is_not_the_callers_model
     assert _check_project(tmp_path, {"evaluation.py": helper, "train.py": loop}) == []
 
 
+def test_an_import_means_the_module_beside_the_script_not_one_of_the_same_name_elsewhere(tmp_path):
+    restoring = "def run(model, half=True):\n    model.half() if half else model.float()\n    out = model(1)\n    model.float()\n    return out\n"
+    leaving = "def run(model, half=True):\n    model.half() if half else model.float()\n    return model(1)\n"
+    loop = ("import torch\nimport val as validate\ndef train(net, loader):\n"
+            "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for x in loader:\n"
+            "        net(x).sum().backward()\n        opt.step()\n        validate.run(net)\n")
+    (tmp_path / "classify").mkdir()
+    assert _check_project(tmp_path, {"val.py": restoring, "classify/val.py": leaving, "train.py": loop}) == []
+    found = _check_project(tmp_path, {"val.py": leaving, "classify/val.py": restoring, "train.py": loop})
+    assert sorted((f.path, f.line) for f in found) == [("train.py", 7), ("val.py", 2)]
+
+
 # -- frameworks that cast the models handed to them (project/handoffs.py) -------------------
 def _folder_worlds(name: str) -> dict:
     files = dict(_files(PROJECTS / name))
