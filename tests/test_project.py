@@ -303,8 +303,11 @@ TRAINER = ("import torch\nfrom evaluator import Evaluator\n"
 
 
 def test_evaluator_of_another_file_halving_the_trained_model_is_reported_at_the_step(tmp_path):
-    (finding,) = _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": TRAINER.replace("HALF", "fp16")})
+    at_cast, finding = _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": TRAINER.replace("HALF", "fp16")})
     assert (finding.code, finding.path, finding.line) == ("DTL405", "trainer.py", 8)
+    # and in the helper's file, at the cast the fix changes
+    assert (at_cast.code, at_cast.path, at_cast.line) == ("DTL405", "evaluator.py", 5)
+    assert "trainer.py:8 goes on training" in at_cast.message
     assert "`Evaluator.evaluate` (evaluator.py:5, `model.half()`)" in finding.message
     assert "when `half` is true (line 9 passes `fp16`)" in finding.message
 
@@ -325,7 +328,7 @@ def test_evaluator_flag_left_out_follows_its_default(tmp_path):
     left_out = TRAINER.replace(", half=HALF", "")
     assert _check_project(tmp_path, {"evaluator.py": EVALUATOR, "trainer.py": left_out}) == []
     on_by_default = EVALUATOR.replace("half=False", "half=True")
-    (finding,) = _check_project(tmp_path, {"evaluator.py": on_by_default, "trainer.py": left_out})
+    _, finding = _check_project(tmp_path, {"evaluator.py": on_by_default, "trainer.py": left_out})
     assert (finding.code, finding.line) == ("DTL405", 8)
 
 
@@ -334,9 +337,49 @@ def test_helper_casting_to_the_dtype_its_caller_passes(tmp_path):
     loop = ("import torch\nfrom sampling import sample\n"
             "def train(net, loader, z):\n    opt = torch.optim.Adam(net.parameters())\n    for x in loader:\n"
             "        net(x).mean().backward()\n        opt.step()\n        sample(net, DTYPE, z)\n")
-    (finding,) = _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.bfloat16")})
+    at_cast, finding = _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.bfloat16")})
+    assert (at_cast.path, at_cast.line) == ("sampling.py", 2)
     assert (finding.code, finding.line) == ("DTL405", 7) and "casts it to bfloat16 in place" in finding.message
     assert _check_project(tmp_path, {"sampling.py": helper, "train.py": loop.replace("DTYPE", "torch.float32")}) == []
+
+
+def test_the_other_arm_of_a_choice_is_no_restore_but_a_later_float_is():
+    ternary = "def run(model, half=True):\n    model.half() if half else model.float()\n    return model(1)\n"
+    assert "restored" not in _summary(ternary)["functions"]["run"]
+    branches = "def run(model, half):\n    if half:\n        model.half()\n    else:\n        model.float()\n    return 1\n"
+    assert "restored" not in _summary(branches)["functions"]["run"]
+    later = ternary.replace("    return model(1)\n", "    out = model(1)\n    model.float()\n    return out\n")
+    assert _summary(later)["functions"]["run"]["restored"] == ["model"]
+
+
+def test_helper_with_its_own_precision_switch_reported_in_both_files(tmp_path):
+    files = {p.name: p.read_text() for p in (PROJECTS / "evalflip_local_half_flag").glob("*.py")}
+    found = sorted((f.path, f.line) for f in _check_project(tmp_path, files))
+    assert found == [("evaluation.py", 14), ("train.py", 13)]
+    switched_off = files["evaluation.py"].replace('half = device.type != "cpu" and torch.cuda.device_count() == 1',
+                                                  "half = False")
+    assert _check_project(tmp_path, {**files, "evaluation.py": switched_off}) == []
+
+
+def test_helper_rebinding_its_parameter_before_the_cast_is_not_the_callers_model(tmp_path):
+    helper = ("import torch\ndef evaluate(model, path):\n    model = torch.load(path)\n    half = True\n"
+              "    if half:\n        model.half()\n    return model\n")
+    loop = ("import torch\nfrom evaluation import evaluate\ndef train(net, loader):\n"
+            "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for x in loader:\n"
+            "        net(x).sum().backward()\n        opt.step()\n        evaluate(net, 'best.pt')\n")
+    assert _check_project(tmp_path, {"evaluation.py": helper, "train.py": loop}) == []
+
+
+def test_an_import_means_the_module_beside_the_script_not_one_of_the_same_name_elsewhere(tmp_path):
+    restoring = "def run(model, half=True):\n    model.half() if half else model.float()\n    out = model(1)\n    model.float()\n    return out\n"
+    leaving = "def run(model, half=True):\n    model.half() if half else model.float()\n    return model(1)\n"
+    loop = ("import torch\nimport val as validate\ndef train(net, loader):\n"
+            "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for x in loader:\n"
+            "        net(x).sum().backward()\n        opt.step()\n        validate.run(net)\n")
+    (tmp_path / "classify").mkdir()
+    assert _check_project(tmp_path, {"val.py": restoring, "classify/val.py": leaving, "train.py": loop}) == []
+    found = _check_project(tmp_path, {"val.py": leaving, "classify/val.py": restoring, "train.py": loop})
+    assert sorted((f.path, f.line) for f in found) == [("train.py", 7), ("val.py", 2)]
 
 
 # -- frameworks that cast the models handed to them (project/handoffs.py) -------------------

@@ -140,9 +140,31 @@ def _trained_argument(passed: PassedModels, call: cst.Call, name: str, position:
     model = dotted_name(argument) if argument is not None else None
     if model is None or not (model in trained or model.split(".")[0] in trained or _called_before_backward(
         passed.ctx, model, passed.calls
-    )):
+    ) or averaged_each_step(passed, model.split(".")[0], trained)):
         return None
     return model
+
+
+# Methods of a weight-averaging object (yolov5/timm ``ModelEMA.update(model)``, torch's
+# ``AveragedModel.update_parameters(model)``) that fold the trained model into its own copy in place.
+_AVERAGING_UPDATES = ("update", "update_parameters")
+
+
+def averaged_each_step(passed: PassedModels, holder: str, trained: set[str]) -> bool:
+    """``holder`` averages the trained model in place at every training step (``ema.update(model)``
+    in the training loop): its modules (``ema.ema``, ``ema.module``) are state the run goes on
+    updating and saves, as much as the trained model itself."""
+    for call in passed.calls:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _AVERAGING_UPDATES
+                and dotted_name(func.value) == holder and call.args):
+            continue
+        given = dotted_name(call.args[0].value)
+        if given is None or not (given in trained or _called_before_backward(passed.ctx, given, passed.calls)):
+            continue
+        if _in_training_loop(passed.ctx, call, passed.index, passed.calls):
+            return True
+    return False
 
 
 def project_helper_calls(passed: PassedModels, helpers: dict, trained: set[str]):
@@ -192,4 +214,4 @@ def training_loop_step(passed: PassedModels, node: cst.CSTNode) -> cst.Call | No
     return _training_loop_step(passed.ctx, node, passed.index, passed.calls)
 
 
-__all__ = ["PassedModels", "callers_passing_trained_model", "project_helper_calls", "training_loop_step"]
+__all__ = ["PassedModels", "averaged_each_step", "callers_passing_trained_model", "project_helper_calls", "training_loop_step"]

@@ -15,6 +15,7 @@ it trains, from a training loop, is then judged by the caller's own flow.
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +51,8 @@ class Helper:
 
 
 def _helper(path: str, owner: str, info: dict, cast: dict) -> Helper | None:
-    refs = cast["refs"]
-    if len(refs) != 1 or not refs[0].startswith("param:"):
+    refs = [f"param:{cast['param_at_cast']}"] if cast.get("param_at_cast") else cast["refs"]
+    if cast.get("rebound") or len(refs) != 1 or not refs[0].startswith("param:"):
         return None
     params = list(info["params"])
     shift = 1 if cast.get("class") and params and params[0] in ("self", "cls") else 0
@@ -67,7 +68,9 @@ def _helper(path: str, owner: str, info: dict, cast: dict) -> Helper | None:
             return None
     flag = cast.get("condition")
     if flag is not None and flag not in params:
-        return None  # a condition of the helper's own state: not the caller's to decide
+        if not cast.get("precision_flag"):
+            return None  # a condition of the helper's own state: not the caller's to decide
+        flag = None  # its own precision switch (``half = device.type != 'cpu'``): on where it is meant to be
     position = {name: index - shift for index, name in enumerate(params)}
     return Helper(
         function=owner, param=param, position=position[param], dtype=dtype, dtype_param=dtype_param,
@@ -102,3 +105,70 @@ def project_helpers(project) -> dict[str, dict[str, list[Helper]]]:
                     found.setdefault(path, {}).setdefault(call["name"], set()).update(helpers)
     return {path: {name: sorted(items, key=Helper.sort_key) for name, items in sorted(calls.items()) if items}
             for path, calls in sorted(found.items()) if any(calls.values())}
+
+
+HELPER_CAST_RULE = "DTL405"
+
+
+def at_the_casts(reports: list, helpers: dict[str, dict[str, list[Helper]]], work: list) -> list:
+    """``reports`` with each helper's cast reported in its own file too, where a caller's finding
+    (DTL405 at the training step that goes on with the cast model) names it: the fix belongs in
+    the helper (cast the model back before returning, or cast a copy), and a reader of the helper
+    sees why its ``model.half()`` is wrong. One finding per cast, naming its first caller."""
+    import dataclasses
+
+    from dtype_lint.findings import Confidence, Finding
+    from dtype_lint.source import UndecodableSource, decode
+    from dtype_lint.suppress import FileSuppressions
+
+    wanted: dict[tuple[str, int], tuple[Helper, str, object]] = {}
+    for report in reports:
+        handed = helpers.get(report.path)
+        if not handed:
+            continue
+        base = posixpath.dirname(report.path)
+        for finding in report.findings:
+            if finding.code != HELPER_CAST_RULE:
+                continue
+            for helper in sorted({h for items in handed.values() for h in items}, key=Helper.sort_key):
+                if helper.describe(base) in finding.message:
+                    wanted.setdefault((helper.path, helper.line), (helper, report.path, finding))
+    if not wanted:
+        return reports
+    reports = list(reports)
+    for index, report in enumerate(reports):
+        mine = sorted((key, value) for key, value in wanted.items() if key[0] == report.path)
+        if not mine or report.internal_errors:
+            continue
+        settings, fs_path = work[index][2], work[index][1]
+        if not settings.is_selected(HELPER_CAST_RULE, report.path) or Confidence.MEDIUM < settings.min_confidence:
+            continue
+        try:
+            with open(fs_path, "rb") as handle:
+                text = decode(handle.read()).text
+        except (OSError, UndecodableSource):
+            continue
+        lines = text.splitlines()
+        suppressions = FileSuppressions(text, lines)
+        added = []
+        for (_, line), (helper, caller, finding) in mine:
+            if not 1 <= line <= len(lines) or any(f.code == HELPER_CAST_RULE and f.line == line for f in report.findings):
+                continue
+            column = lines[line - 1].find(helper.text)
+            if column < 0 or suppressions.suppresses(HELPER_CAST_RULE, line, line):
+                continue
+            caller_where = posixpath.relpath(caller, posixpath.dirname(report.path) or ".")
+            added.append(Finding(
+                code=HELPER_CAST_RULE, name="eval-dtype-flip",
+                message=(f"`{helper.function}` casts the `{helper.param}` it is given with `{helper.text}` and never casts"
+                         f" it back, but {caller_where}:{finding.line} goes on training with the module it passes"
+                         f" (the same object: the cast works in place). Cast it back before returning, or cast a copy"),
+                line=line, column=column + 1, end_line=line, end_column=column + 1 + len(helper.text),
+                confidence=Confidence.MEDIUM, path=report.path,
+            ))
+        if added:
+            from dtype_lint.findings import sort_findings
+
+            reports[index] = dataclasses.replace(report, findings=sort_findings([*report.findings, *added]),
+                                                 lines=report.lines if report.lines is not None else lines)
+    return reports

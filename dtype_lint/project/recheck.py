@@ -33,7 +33,7 @@ from dtype_lint.facts.flow.seeding import (
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.project import checkpoints
 from dtype_lint.project.contexts import call_contexts
-from dtype_lint.project.helpers import project_helpers
+from dtype_lint.project.helpers import at_the_casts, project_helpers
 from dtype_lint.project.data_files import merge_indexes, read_data_file
 from dtype_lint.project.worlds import Entered, Project, Returned, ReturnedValue, World
 from dtype_lint.unused_noqa import CODE as UNUSED_NOQA
@@ -244,7 +244,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
             internal_errors=[*report.internal_errors, *errors],
             lines=report.lines if report.lines is not None else lines,
         )
-    return reports
+    return at_the_casts(reports, helpers, work)
 
 
 def _returned_result(value: ReturnedValue, base: str) -> ReturnedResult:

@@ -14,6 +14,7 @@ instance of: ``Stage(96)``, ``nn.Sequential(Stage(96), Stage(96))`` (its content
 from __future__ import annotations
 
 import ast
+import re
 from bisect import bisect_left, bisect_right
 
 from dtype_lint.facts.precision_sources import from_pretrained_params
@@ -22,7 +23,7 @@ from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
 
-FORMAT = 4  # 4: call_sites, functions' end lines
+FORMAT = 5  # 4: call_sites, functions' end lines; 5: restores follow the cast, precision-flag conditions
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -210,8 +211,19 @@ class Summarizer:
         positional = [*args.posonlyargs, *args.args]
         defaults = {a.arg: d.value for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
                     if isinstance(d, ast.Constant) and isinstance(d.value, str)}
+        first_cast = len(self.casts)
         self._scope_body(node.body, scope, owner=node.name if cls is None else f"{cls}.{node.name}",
                          returns=returns, record=record, nodes=nodes, defaults=defaults)
+        for cast in self.casts[first_cast:]:
+            if _precision_flag(nodes, cast, params):
+                cast["precision_flag"] = True
+            receiver = cast["text"].split(".", 1)[0]
+            if f"param:{receiver}" not in cast["refs"]:
+                continue
+            if _bound_before(nodes, receiver, cast["line"]):
+                cast["rebound"] = True  # ``model = torch.load(...)`` first: not the caller's module
+            elif len(cast["refs"]) > 1:
+                cast["param_at_cast"] = receiver  # rebound only later (``model = load(...)`` in another branch)
         if record:
             key = node.name if cls is None else f"{cls}.{node.name}"
             self.functions[key] = {"line": node.lineno, "end": node.end_lineno or node.lineno, "params": list(params),
@@ -725,6 +737,47 @@ class Summarizer:
 FLOAT32_SPELLINGS = frozenset({"float32", "float"})
 
 
+def _bound_before(nodes, name: str, line: int) -> bool:
+    """``name`` is (re)bound before ``line`` on a path that reaches it (not in the other arm of
+    an ``if``: ``if model is None: model = load(...)`` ... ``else: model.half()``)."""
+    at = ((line, 0), (line, 0))
+    branches = [(body, orelse) for body, orelse in _branch_spans(nodes)
+                if body[0][0] <= line <= body[1][0] or orelse[0][0] <= line <= orelse[1][0]]
+    for node in nodes:
+        kind = type(node)
+        if kind in (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr) and node.lineno < line:
+            targets = node.targets if kind is ast.Assign else [getattr(node, "target", None)] if kind is not ast.With \
+                else [item.optional_vars for item in node.items]
+            if not any(isinstance(n, ast.Name) and n.id == name for t in targets if t is not None for n in ast.walk(t)):
+                continue
+            if not any(_on_lines(_span(node), one) and _on_lines(at, other) or _on_lines(_span(node), other)
+                       and _on_lines(at, one) for one, other in branches):
+                return True
+    return False
+
+
+def _on_lines(span, outer) -> bool:
+    return outer[0][0] <= span[0][0] and span[1][0] <= outer[1][0]
+
+
+PRECISION_FLAG = re.compile(r"(?:^|_)(?:half|fp16|bf16|amp)(?:$|_)", re.IGNORECASE)
+
+
+def _precision_flag(nodes, cast: dict, params) -> bool:
+    """The cast runs under a local precision switch of the function (``half = device.type !=
+    'cpu'`` ... ``if half: model.half()``): on in the runs it is written for, whoever calls. A
+    switch last set to a literal off (``half = False``) before the cast keeps it off."""
+    name = cast.get("condition")
+    if not name or not name.isidentifier() or name in params or not PRECISION_FLAG.search(name):
+        return False
+    before = [n for n in nodes if type(n) is ast.Assign and n.lineno < cast["line"]
+              and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+    if not before:
+        return False
+    value = max(before, key=lambda n: n.lineno).value
+    return not (isinstance(value, ast.Constant) and value.value in (False, None, 0))
+
+
 def _true_defaults(args: ast.arguments) -> list[str]:
     """Parameters that default to ``True`` (``half=True``): a caller that leaves them out switches them on."""
     positional = [*args.posonlyargs, *args.args]
@@ -735,8 +788,61 @@ def _true_defaults(args: ast.arguments) -> list[str]:
 
 def _restored_params(nodes, params) -> list[str]:
     """Parameters the function casts back to float32 (``model.float()``, ``model.to(torch.float32)``):
-    a helper that halves its model and restores it leaves the caller's model as it was."""
-    return float32_casts(nodes, params)
+    a helper that halves its model and restores it leaves the caller's model as it was. A float32
+    cast restores only when it runs after the low cast: the other arm of the same choice
+    (``model.half() if half else model.float()``, ``if half: ... else: model.float()``) is the
+    configuration without the cast, not its undoing."""
+    restoring = float32_casts(nodes, params)
+    if not restoring:
+        return []
+    branches = _branch_spans(nodes)
+    found = []
+    for name in restoring:
+        backs = [_span(n) for n in _casts_of(nodes, name, _is_float32_cast)]
+        lows = [_span(n) for n in _casts_of(nodes, name, _is_low_cast)]
+        if all(any(back[0] >= low[1] and not _exclusive(branches, low, back) for back in backs) for low in lows):
+            found.append(name)
+    return found
+
+
+def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _casts_of(nodes, name: str, kind) -> list[ast.Call]:
+    return [n for n in nodes if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == name and kind(n)]
+
+
+def _is_float32_cast(call: ast.Call) -> bool:
+    return call.func.attr == "float" or call.func.attr in ("to", "type") and any(
+        isinstance(a, ast.Attribute) and a.attr in FLOAT32_SPELLINGS for a in (*call.args, *(k.value for k in call.keywords)))
+
+
+def _is_low_cast(call: ast.Call) -> bool:
+    return call.func.attr in LOW_CAST_METHODS or call.func.attr in ("to", "type") and any(
+        _low_spelling(a) is not None or isinstance(a, ast.Name) and "dtype" in a.id
+        for a in (*call.args, *(k.value for k in call.keywords)))
+
+
+def _branch_spans(nodes) -> list[tuple]:
+    """(body span, orelse span) of each ``if`` and ternary among ``nodes``."""
+    spans = []
+    for node in nodes:
+        if type(node) is ast.If and node.orelse:
+            spans.append(((_span(node.body[0])[0], _span(node.body[-1])[1]),
+                          (_span(node.orelse[0])[0], _span(node.orelse[-1])[1])))
+        elif type(node) is ast.IfExp:
+            spans.append((_span(node.body), _span(node.orelse)))
+    return spans
+
+
+def _exclusive(branches, one, other) -> bool:
+    """``one`` and ``other`` sit in the two arms of one ``if``/ternary: never both run."""
+    def within(span, outer):
+        return outer[0] <= span[0] and span[1] <= outer[1]
+    return any(within(one, body) and within(other, orelse) or within(one, orelse) and within(other, body)
+               for body, orelse in branches)
 
 
 def float32_casts(nodes, names=None) -> list[str]:

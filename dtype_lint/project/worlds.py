@@ -88,6 +88,20 @@ class Entered:
         return (*self.world.sort_key(), self.device or "", self.entries, self.activations)
 
 
+def _nearest(files: list[str], importer: str, module: str) -> list[str]:
+    """Of several files a module name may mean (``val`` for ``val.py`` and ``classify/val.py``),
+    the one Python imports for ``importer``: beside it (a script's own folder is first on
+    ``sys.path``) or at the top of the checked tree; all of them when neither holds one."""
+    if len(files) < 2:
+        return files
+    relative = module.replace(".", "/")
+    here = posixpath.dirname(importer.replace("\\", "/"))
+    wanted = {posixpath.normpath(posixpath.join(folder, relative + tail))
+              for folder in {here, ""} for tail in (".py", "/__init__.py")}
+    found = [f for f in files if posixpath.normpath(f.replace("\\", "/")) in wanted]
+    return found or files
+
+
 def module_names(path: str) -> list[str]:
     """The dotted module names a file may be imported as: every suffix of its path
     (``src/pkg/model.py`` -> ``src.pkg.model``, ``pkg.model``, ``model``); a package's
@@ -166,7 +180,7 @@ class Project:
                     if located is None:
                         continue
                     files, name = located
-                    for other in files:
+                    for other in _nearest(files, path, absolute[: len(absolute) - len(name) - 1] if name else absolute):
                         found.extend(self.resolve(other, name, depth + 1))
         result = tuple(sorted(set(found)))
         self._resolved[key] = result

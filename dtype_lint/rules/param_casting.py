@@ -772,9 +772,15 @@ class EvalDtypeFlip(Rule):
     project check the helper may be in another file, a function or a method of an instance the
     caller holds (`self.evaluator.evaluate(self.model, half=self.args.fp16)` with
     `if half: model = model.half()` in evaluator.py): the finding is then in the caller's file, at
-    the training step that goes on with the cast model, and names the helper's cast. A helper's
-    flag passed as a literal `False` (or left out), a copy passed (`deepcopy(model)`) or a helper
-    that casts the model back stays silent.
+    the training step that goes on with the cast model, and names the helper's cast; a second one
+    is in the helper's file, at the cast the fix changes. The helper's condition may be a flag it
+    takes or a precision switch of its own (`half = device.type != 'cpu'`); the model passed may be
+    the trained one or a weight average the loop updates in place each step (`ema.update(model)`
+    ... `validate(model=ema.ema)`: the average then accumulates in float16). A helper's flag passed
+    as a literal `False` (or left out), a switch set to `False`, a copy passed (`deepcopy(model)`),
+    a parameter rebound before the cast (`model = torch.load(...)`) or a helper that casts the
+    model back after the cast stays silent; the other arm of the same choice
+    (`model.half() if half else model.float()`) is not a cast back.
 
     ## Why is this bad?
     Evaluation should not change the model the training loop continues with. After
@@ -875,13 +881,19 @@ class EvalDtypeFlip(Rule):
         """A helper of another file (project/helpers.py) that casts the model it is given in place,
         called from a training loop here with the model it trains: reported at the loop's training
         step, which goes on with the cast model."""
-        from dtype_lint.facts.passed_models import PassedModels, project_helper_calls
+        from dtype_lint.facts.passed_models import PassedModels, averaged_each_step, project_helper_calls
 
         helpers = getattr(getattr(self.ctx, "worlds", None), "helpers", None)
         if not helpers:
             return
         base = posixpath.dirname(self.ctx.path)
-        for call, helper, model, step, dtypes in project_helper_calls(PassedModels(self.ctx), helpers, trained):
+        passed = PassedModels(self.ctx)
+        for call, helper, model, step, dtypes in project_helper_calls(passed, helpers, trained):
+            after = (f"the next steps run a {_dtypes(dtypes)} model with float32 optimizer state and inputs")
+            if model not in trained and model.split(".")[0] not in trained and averaged_each_step(
+                    passed, model.split(".")[0], trained):
+                after = (f"the next steps average the trained weights into a {_dtypes(dtypes)} copy, losing"
+                         f" the small updates, and that copy is the one evaluated and saved")
             when = ""
             if helper.flag:
                 flag = _flag(call, helper)
@@ -891,7 +903,7 @@ class EvalDtypeFlip(Rule):
                 step,
                 f"training goes on here with `{model}`, but line {_line(self.ctx, call)} hands it to"
                 f" {helper.describe(base)}, which casts it to {_dtypes(dtypes)} in place{when} and never casts it"
-                f" back: the next steps run a {_dtypes(dtypes)} model with float32 optimizer state and inputs."
+                f" back: {after}."
                 f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
                 confidence=Confidence.MEDIUM,
             )
@@ -900,7 +912,7 @@ class EvalDtypeFlip(Rule):
         """A function of any name that casts a module it receives to float16/bfloat16 in place
         (``Module.half()`` and ``.to(dtype)`` mutate the caller's module) and never casts it back,
         called by a training loop of this file with the very model it trains (not a copy)."""
-        from dtype_lint.facts.passed_models import PassedModels, callers_passing_trained_model
+        from dtype_lint.facts.passed_models import PassedModels, averaged_each_step, callers_passing_trained_model
 
         passed = None
         for cast in self.ctx.flow.module_casts:
@@ -911,11 +923,15 @@ class EvalDtypeFlip(Rule):
             if found is None:
                 continue
             call, model = found
+            after = "the next steps run a half model with float32 optimizer state and inputs"
+            if model not in trained and model.split(".")[0] not in trained and averaged_each_step(
+                    passed, model.split(".")[0], trained):
+                after = "the next steps average the trained weights into a half copy, losing the small updates"
             self.report(
                 cast.node,
                 f"`{cast.function.name.value}` casts the `{cast.target.split('.')[0]}` it is given to {_dtypes(cast.dtypes)} in"
                 f" place and never casts it back, and line {_line(self.ctx, call)} passes it `{model}`, the model"
-                f" training goes on with: the next steps run a half model with float32 optimizer state and inputs."
+                f" training goes on with: {after}."
                 f" Evaluate a copy (`copy.deepcopy({model})`), or use autocast",
                 confidence=Confidence.MEDIUM,
             )
@@ -925,5 +941,26 @@ class EvalDtypeFlip(Rule):
         for other in self.ctx.flow.casts_of(cast.target):
             if other is cast or other.function is not cast.function or other.dtypes == cast.dtypes:
                 continue
+            if _other_arm(self.ctx, cast.node, other.node):
+                continue  # ``model.half() if half else model.float()``: one configuration or the other, no undoing
             return True
         return False
+
+
+def _other_arm(ctx, one: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """``one`` and ``other`` sit in the two arms of the same ``if``/``elif``/ternary."""
+    above_other = set()
+    node = other
+    while node is not None:
+        above_other.add(id(node))
+        node = ctx.parent(node)
+    child, node = one, ctx.parent(one)
+    while node is not None:
+        if isinstance(node, (cst.If, cst.IfExp)):
+            arms = (node.body, node.orelse)
+            if child is arms[0] and arms[1] is not None and id(arms[1]) in above_other:
+                return True
+            if child is arms[1] and id(arms[0]) in above_other:
+                return True
+        child, node = node, ctx.parent(node)
+    return False
