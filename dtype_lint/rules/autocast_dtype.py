@@ -946,9 +946,10 @@ class Fp16AutocastWithoutScaler(Rule):
     Fabric and DeepSpeed engines scale the loss themselves and are not flagged; bf16 needs no
     scaler. A region under `if mixed_precision:` on a parameter that every call of its function
     in the file binds to False (directly, or passing on a caller's parameter that its calls bind
-    to False) never runs and is not counted. Nor is a backward in a file where nothing steps an
-    optimizer (no `opt.step()`, no optimizer at all): the gradients are only inspected, as in a
-    test that checks a float16 backward runs; nor one in a speed benchmark (`bench.py`,
+    to False) never runs and is not counted. Nor is a backward outside any loop in a file where
+    nothing steps an optimizer (no `opt.step()`, no optimizer at all): the gradients are only
+    inspected, as in a test that checks a float16 backward runs (a backward in a loop is a
+    training loop, whose step may be in another file); nor one in a speed benchmark (`bench.py`,
     `benchmark_*.py`, `*_bench.py`), whose steps are timed, not kept.
 
     ## Why is this bad?
@@ -1025,10 +1026,12 @@ class Fp16AutocastWithoutScaler(Rule):
             if found is None:
                 continue
             info, source, confidence = found
-            if not steps_an_optimizer(facts.calls) or is_benchmark_file(self.ctx.path):
-                # nothing in the file applies the gradients (diffusers' mixed-precision test only
-                # checks that backward runs), or a speed benchmark times the steps (nanoGPT's
-                # bench.py): flushed gradients change nothing the file keeps or reports
+            once_outside_a_loop = self.ctx.enclosing(call, cst.For, cst.While) is None
+            if (once_outside_a_loop and not steps_an_optimizer(facts.calls)) or is_benchmark_file(self.ctx.path):
+                # nothing in the file applies the gradients of a single backward (diffusers'
+                # mixed-precision test only checks that backward runs), or a speed benchmark times
+                # the steps (nanoGPT's bench.py): flushed gradients change nothing the file keeps
+                # or reports. A backward in a loop is a training loop whose step may live elsewhere.
                 confidence = Confidence.LOW
             self.report(
                 call,
