@@ -20,6 +20,7 @@ from dtype_lint import cache_store
 from dtype_lint.cache import DIRECTORY_ENV, DIRECTORY_NAME, Cache
 from dtype_lint.config import Settings
 from dtype_lint.engine import PARSE_ERROR, check_bytes, check_file, check_text
+from dtype_lint.project.summary import FORMAT as SUMMARY_FORMAT
 
 # DTL201 is the fixable finding these tests write; its fix is safe for a project on torch 2.3+.
 ONLY = ("--select", "DTL001,DTL201", "--target-torch", "2.4")
@@ -313,7 +314,7 @@ POISONED = {
     "renamed key": lambda e: e.update(kee=e.pop("key")),
     "findings not a list": lambda e: e.update(findings={"0": e["findings"][0]}),
     "extra field": lambda e: e["findings"][0].update(shell="rm -rf /"),
-    "summary not a summary": lambda e: e.update(summary={"format": 4, "classes": []}),
+    "summary not a summary": lambda e: e.update(summary={"format": SUMMARY_FORMAT, "classes": []}),
 }
 
 
