@@ -370,6 +370,21 @@ def test_helper_rebinding_its_parameter_before_the_cast_is_not_the_callers_model
     assert _check_project(tmp_path, {"evaluation.py": helper, "train.py": loop}) == []
 
 
+@pytest.mark.parametrize("rebinding", ["model = model.eval()", "model = model.to('cuda').eval()",
+                                       "model = model.train(False)"])
+def test_helper_rebinding_its_parameter_to_the_module_itself_is_still_the_callers_model(tmp_path, rebinding):
+    # a module's ``eval()``/``to()``/``train()`` return the module: the later ``half()`` casts the caller's
+    helper = (f"import torch\ndef evaluate(model, half=False):\n    {rebinding}\n"
+              "    if half:\n        model.half()\n    return model(1)\n")
+    loop = ("import torch\nfrom evaluation import evaluate\ndef train(net, loader, fp16):\n"
+            "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for x in loader:\n"
+            "        net(x).sum().backward()\n        opt.step()\n        evaluate(net, half=fp16)\n")
+    found = _check_project(tmp_path, {"evaluation.py": helper, "train.py": loop})
+    assert sorted((f.path, f.code, f.line) for f in found) == [("evaluation.py", "DTL405", 5), ("train.py", "DTL405", 7)]
+    copied = helper.replace(rebinding, "model = copy.deepcopy(model).eval()").replace("import torch", "import copy, torch")
+    assert _check_project(tmp_path, {"evaluation.py": copied, "train.py": loop}) == []
+
+
 def test_an_import_means_the_module_beside_the_script_not_one_of_the_same_name_elsewhere(tmp_path):
     restoring = "def run(model, half=True):\n    model.half() if half else model.float()\n    out = model(1)\n    model.float()\n    return out\n"
     leaving = "def run(model, half=True):\n    model.half() if half else model.float()\n    return model(1)\n"

@@ -23,7 +23,7 @@ from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
 
-FORMAT = 5  # 4: call_sites, functions' end lines; 5: restores follow the cast, precision-flag conditions
+FORMAT = 6  # 4: call_sites, functions' end lines; 5: restores follow the cast, precision-flag conditions; 6: a rebinding through module methods keeps the parameter
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -750,10 +750,20 @@ def _bound_before(nodes, name: str, line: int) -> bool:
                 else [item.optional_vars for item in node.items]
             if not any(isinstance(n, ast.Name) and n.id == name for t in targets if t is not None for n in ast.walk(t)):
                 continue
+            if kind is ast.Assign and _same_module(node.value, name):
+                continue  # ``model = model.eval()``: a module's chain methods return the module itself
             if not any(_on_lines(_span(node), one) and _on_lines(at, other) or _on_lines(_span(node), other)
                        and _on_lines(at, one) for one, other in branches):
                 return True
     return False
+
+
+def _same_module(value, name: str) -> bool:
+    """``value`` is ``name`` through module methods that return the module itself
+    (``model.eval()``, ``model.to(device).train()``): binding it keeps the caller's object."""
+    while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in CHAIN_METHODS:
+        value = value.func.value
+    return type(value) is ast.Name and value.id == name
 
 
 def _on_lines(span, outer) -> bool:
