@@ -119,15 +119,7 @@ def only_float32_consumers(ctx, node: cst.CSTNode) -> bool:
             if parent is None:
                 return False
             if isinstance(parent, cst.Call):
-                if child is parent.func:
-                    # ``value.float()``, ``value.view(...)``: a method of the value itself
-                    verdict = _call_verdict(ctx, parent)
-                    if verdict == "ok":
-                        return True
-                    if verdict == "unknown":
-                        return False
-                    child, parent = parent, ctx.parent(parent)
-                    continue
+                # a method of the value itself (``value.float()``) or a call taking it: the call decides
                 verdict = _call_verdict(ctx, parent)
                 if verdict == "ok":
                     return True

@@ -702,6 +702,18 @@ class CombiningRule(Rule):
     def _combine(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         raise NotImplementedError
 
+    def _is_default_factory(self, call: cst.Call) -> bool:
+        """``torch.zeros(...)`` & co. without ``dtype=``/``out=``, not 0-dim, float-valued."""
+        shape = call_shape(self.ctx, call)
+        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
+            return False
+        if has_keyword(call, "dtype") or has_keyword(call, "out") or not call.args or _zero_dim(call, shape.name):
+            return False
+        if shape.name == "full":
+            fill = argument(call, "fill_value", 1)
+            return fill is not None and _is_float_literal(fill.value)
+        return True
+
 
 class FactoryDefaultDtype(CombiningRule):
     """## What it does
@@ -803,18 +815,6 @@ class FactoryDefaultDtype(CombiningRule):
                 continue
             self._reported.add(id(operand))
             self._report(operand, factory, other, other_value, Confidence.HIGH if certain else Confidence.MEDIUM)
-
-    def _is_default_factory(self, call: cst.Call) -> bool:
-        """``torch.zeros(...)`` & co. without ``dtype=``/``out=``, not 0-dim, float-valued."""
-        shape = call_shape(self.ctx, call)
-        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
-            return False
-        if has_keyword(call, "dtype") or has_keyword(call, "out") or not call.args or _zero_dim(call, shape.name):
-            return False
-        if shape.name == "full":
-            fill = argument(call, "fill_value", 1)
-            return fill is not None and _is_float_literal(fill.value)
-        return True
 
     def _report(self, operand, factory: cst.Call, other, value, confidence) -> None:
         name = self.ctx.code_for(factory.func).strip()

@@ -209,15 +209,11 @@ class DtypeAgnosticFactory(CombiningRule):
         return False
 
     def _default_factory(self, call: cst.Call) -> bool:
-        shape = call_shape(self.ctx, call)
-        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
+        """A default-dtype float factory (``CombiningRule._is_default_factory``); ``torch.tensor``
+        only of float values (of ints it is int64, not float32)."""
+        if not self._is_default_factory(call):
             return False
-        if has_keyword(call, "dtype") or has_keyword(call, "out") or not call.args or _zero_dim(call, shape.name):
-            return False
-        if shape.name == "full":
-            fill = argument(call, "fill_value", 1)
-            return fill is not None and _is_float_literal(fill.value)
-        return shape.name != "tensor" or _has_float(call.args[0].value)
+        return call_shape(self.ctx, call).name != "tensor" or _has_float(call.args[0].value)
 
     def _combine_sibling(self, node: cst.CSTNode, operands: list[cst.BaseExpression], followed) -> None:
         """A tensor read from an owner whose other tensor the function casts to the followed
