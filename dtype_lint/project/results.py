@@ -89,10 +89,22 @@ def _probe(ctx, function: cst.FunctionDef, method: bool):
         positional = positional[1:]
     probes = {}
     for name in probed[:MAX_PROBED]:
-        probes[name] = tuple(
-            flow.returns_when_called(function, {name: make(DTYPE, (dtype,))}) for dtype in (FP16, BF16)
-        )
+        given_fp16 = flow.returns_when_called(function, {name: make(DTYPE, (FP16,))})
+        # a value follows the parameter only if it is float16 when given float16 (``follower``):
+        # without such a leaf the bfloat16 run could not change the answer, so it is not run
+        given_bf16 = (flow.returns_when_called(function, {name: make(DTYPE, (BF16,))})
+                      if _has_leaf_of(given_fp16, FP16) else None)
+        probes[name] = (given_fp16, given_bf16)
     return plain, probes, positional
+
+
+def _has_leaf_of(value: Value | None, dtype: str) -> bool:
+    """Some pick of ``value`` (``_pick``: the whole, an item, the element) is a leaf of ``dtype``."""
+    if value is None:
+        return False
+    if value.kind != TUPLE:
+        return _follows(value, dtype)
+    return any(_follows(item, dtype) for item in value.items or ()) or _follows(value.element, dtype)
 
 
 def follower(probes: dict, index) -> str | None:
