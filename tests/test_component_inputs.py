@@ -118,3 +118,15 @@ def test_not_for_a_plain_linear_or_a_4bit_layer():
     # nn.Linear's input dtype is its callers'; a 4-bit layer computes in its compute dtype
     assert _dtl108_lines(INT8_LAYER.format(imports="", base="nn.Linear")) == []
     assert _dtl108_lines(INT8_LAYER.format(imports="import bitsandbytes as bnb", base="bnb.nn.Linear4bit")) == []
+
+
+def test_a_processor_s_pixel_values_are_never_token_ids():
+    p = Probe(
+        """
+        from transformers import CLIPProcessor
+        processor = CLIPProcessor.from_pretrained("openai/clip-vit-base-patch32")
+        x = processor(texts, images, return_tensors="pt").pixel_values
+        """
+    )
+    value = p.value("x", 4)
+    assert value is None or "int64" not in value.dtypes and "int" not in value.dtypes

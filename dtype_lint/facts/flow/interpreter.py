@@ -1727,7 +1727,8 @@ class Interpreter:
         if name in lib.FLOAT_FIELDS and batch.info == "processor" \
                 or name == lib.IMAGE_FIELD and batch.info == IMAGE_BATCH:
             return batch.element
-        if batch.info == "tokenizer":
+        if batch.info == "tokenizer" and name not in lib.FLOAT_FIELDS:
+            # (a processor's text-and-images call read as text: its pixel_values are not ids)
             return make(TENSOR, (INT,), batch.origin)
         return None
 
