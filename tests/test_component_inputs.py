@@ -130,3 +130,24 @@ def test_a_processor_s_pixel_values_are_never_token_ids():
     )
     value = p.value("x", 4)
     assert value is None or "int64" not in value.dtypes and "int" not in value.dtypes
+
+
+DEPTH = """
+import contextlib
+import torch
+from diffusers import DiffusionPipeline
+
+class P(DiffusionPipeline):
+    def depth(self, image, device, dtype):
+        pixel_values = self.feature_extractor(images=image, return_tensors="pt").pixel_values
+        pixel_values = pixel_values.to(device=device)
+        context = {context}
+        with context:
+            return self.depth_estimator(pixel_values).predicted_depth, image.to(dtype=dtype)
+"""
+
+
+def test_an_autocast_that_is_a_null_context_on_one_path_does_not_cover_the_call():
+    either = 'contextlib.nullcontext() if device.type == "mps" else torch.autocast(device.type, dtype=dtype)'
+    assert _dtl101_lines(DEPTH.format(context=either)) == [9]
+    assert _dtl101_lines(DEPTH.format(context="torch.autocast(device.type, dtype=dtype)")) == []

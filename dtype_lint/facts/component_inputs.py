@@ -141,10 +141,12 @@ def _null_context(ctx, function: cst.FunctionDef, call: cst.Call) -> cst.Call | 
             for item in current.items:
                 if isinstance(item.item, cst.Name):
                     for node in walk(function.body):
-                        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                                and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] == "nullcontext" \
-                                and any(isinstance(t.target, cst.Name) and t.target.value == item.item.value
-                                        for t in node.targets):
-                            return node.value
+                        if isinstance(node, cst.Assign) and any(
+                                isinstance(t.target, cst.Name) and t.target.value == item.item.value for t in node.targets):
+                            # ``nullcontext()``, or one side of ``nullcontext() if mps else torch.autocast(...)``
+                            for part in walk(node.value):
+                                if isinstance(part, cst.Call) \
+                                        and (dotted_name(part.func) or "").rsplit(".", 1)[-1] == "nullcontext":
+                                    return part
         current = ctx.parent(current)
     return None
