@@ -45,10 +45,11 @@ def test_other_processor_outputs_are_not_claimed():
             a = feature_extractor(audio, sampling_rate=16000, return_tensors="pt").input_features
             b = image_processor(images, return_tensors="np").pixel_values
             c = feature_extractor(images, return_tensors="pt").input_ids
-            return a, b, c
+            d = image_processor(images, do_rescale=False, return_tensors="pt").pixel_values
+            return a, b, c, d
         """
     )
-    for name, line in (("a", 3), ("b", 4), ("c", 5)):
+    for name, line in (("a", 3), ("b", 4), ("c", 5), ("d", 6)):
         value = p.value(name, line)
         assert value is None or value.dtypes != {"fp32"}, name
 

@@ -193,6 +193,8 @@ def image_processor_call(name: str, call: "cst.Call") -> bool:
     returns = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "return_tensors"), None)
     if returns is None or not (type(returns).__name__ == "SimpleString" and returns.evaluated_value == "pt"):
         return False
+    if any(a.keyword is not None and a.keyword.value in ("do_rescale", "do_normalize") for a in call.args):
+        return False  # without rescaling and normalising, the pixels keep the images' dtype (uint8)
     return any(a.keyword is None and not a.star or a.keyword is not None and a.keyword.value == "images" for a in call.args)
 
 
