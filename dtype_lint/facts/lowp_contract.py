@@ -55,6 +55,10 @@ class Contract:
     # ``self.<name>.<method>(...)`` for (name, method) pairs (facts/pipeline_outputs.py)
     output_calls: frozenset = frozenset()
     output_methods: frozenset = frozenset()
+    # component -> the keywords of the input it runs its first layer on (the first positional
+    # otherwise): a component in the library's low dtype, given that input as the caller made it
+    # (facts/component_inputs.py)
+    dtype_inputs: tuple = ()
 
 
 # diffusers autoencoders' methods that run its first layer on their first argument as given
@@ -62,6 +66,17 @@ class Contract:
 VAE_INPUT_METHODS = frozenset({"encode", "decode", "tiled_encode", "tiled_decode"})
 
 CONTRACTS = (
+    Contract(
+        library="bitsandbytes",
+        base="Linear8bitLt",
+        methods=frozenset({"forward"}),
+        parameters=frozenset({"x", "input", "hidden_states"}),
+        # LLM.int8: transformers loads a ``load_in_8bit=True`` model in float16 unless told
+        # otherwise, and bitsandbytes' int8 matmul takes float16 inputs (it casts others to it with a
+        # warning), so an 8-bit layer's forward is given float16 activations (huggingface/peft a353716).
+        why="a bitsandbytes `Linear8bitLt` runs in a model loaded with `load_in_8bit=True`, which "
+            "transformers loads in float16",
+    ),
     Contract(
         library="diffusers",
         base="SchedulerMixin",
@@ -91,6 +106,17 @@ CONTRACTS = (
         # NumPy has no dtype for (huggingface/diffusers 90eac14: ``waveform.cpu().float()``).
         output_calls=frozenset({"vocoder"}),
         output_methods=frozenset({("vae", "decode")}),
+        # The models a pipeline hands images from its ``feature_extractor`` (float32 pixel_values):
+        # loaded in the pipeline's torch_dtype with the rest, so the pipelines cast what they give
+        # them (``safety_checker_input.pixel_values.to(dtype)``; ``pixel_values.to(device=device,
+        # dtype=dtype)`` before ``self.depth_estimator``): the DPT-hybrid depth estimator's conv
+        # stem, and the safety checker's CLIP vision tower before transformers cast pixel_values
+        # itself, take the input as given (huggingface/diffusers 72eae64, 05be622). Not the
+        # ``image_encoder`` (a CLIPVisionModelWithProjection): it casts pixel_values itself.
+        dtype_inputs=(
+            ("safety_checker", ("clip_input",)),
+            ("depth_estimator", ("pixel_values",)),
+        ),
     ),
 )
 

@@ -12,6 +12,7 @@ import re
 
 import libcst as cst
 
+from dtype_lint.facts import component_inputs
 from dtype_lint.facts.batch_entry import batch_binding
 from dtype_lint.facts.dtypes import BF16, BOOL, FP16, FP32, FP64, INT, LONG_NAMES, LOW, Value
 from dtype_lint.facts.flow.values import EntryOrigin
@@ -364,6 +365,16 @@ class LowpModelFp32Input(Rule):
     latents), the finding is reported at that assignment, where the cast to the model's dtype
     belongs, once however many models the value reaches.
 
+    A diffusers pipeline's safety checker or depth estimator (facts/component_inputs.py) is in
+    the pipeline's dtype, float16/bfloat16 when it is loaded with `torch_dtype=torch.float16`.
+    Where the file shows the pipeline runs so (it spells that `torch_dtype`, or casts its inputs
+    to a dtype known at run time, `.to(dtype=dtype)`) and the input the pipeline gives it is
+    float32 on every path (an image processor's `pixel_values`: `self.feature_extractor(images,
+    return_tensors="pt")` gives float32, and `.to(device)` keeps it), outside autocast (or under
+    a context that is `contextlib.nullcontext()` on one path), it is reported at medium
+    confidence, at the `.to(device)` that moved the input without a dtype when there is one
+    (huggingface/diffusers 72eae64, 05be622). An input of unknown dtype stays silent.
+
     ## Why is this bad?
     Linear, conv, norm and RNN layers need the input to have the weights' dtype. The call fails
     with `expected scalar type Half but found Float`, `mat1 and mat2 must have the same dtype` or
@@ -398,10 +409,12 @@ class LowpModelFp32Input(Rule):
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
         "in a project check, the precision world the project pass found for the enclosing module class (facts/flow/seeding.py)",
         "where the step takes a float32 input out of a DataLoader batch, through its own assignments (facts/batch_entry.py)",
+        "a library object's component in the library's low dtype given a float32 tensor, such as an image processor's pixel_values (facts/component_inputs.py, catalog in facts/lowp_contract.py and facts/flow/library.py)",
     )
     fix_safety = Safety.UNSAFE
-    # The called module must be float16/bfloat16 (``module.dtypes & LOW``).
-    triggers = LOWP_TRIGGERS
+    # The called module must be float16/bfloat16 (``module.dtypes & LOW``), or a diffusers
+    # pipeline's component, in the dtype it runs without spelling it (facts/component_inputs.py).
+    triggers = LOWP_TRIGGERS + ("DiffusionPipeline",)
     valid = (
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nwith torch.autocast('cuda'):\n    model(torch.randn(1, 10))\n",
@@ -467,6 +480,29 @@ class LowpModelFp32Input(Rule):
                     continue  # ``mask == 0``: the forward never lets it meet the weights
                 self._flag(node, module, module_node, arg, value, low, fixable=True)
                 return
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # A pipeline's component, in the pipeline's dtype, given a float32 input it made itself
+        # (an image processor's pixel_values): facts/component_inputs.py.
+        for found in component_inputs.inputs_in(self.ctx, node):
+            line = self.ctx.position
+            argument = code(self.ctx, found.argument)
+            moved = "" if found.moved is None else (
+                f", and `.to({', '.join(' '.join(self.ctx.code_for(a).split()).rstrip(', ') for a in found.moved.args)})`"
+                f" at line {line(found.moved).start.line} moves it without a dtype")
+            autocast = "" if found.null_context is None else (
+                f" (the autocast region around the call is `{code(self.ctx, found.null_context)}` on one path,"
+                f" line {line(found.null_context).start.line})")
+            value = self.ctx.flow.value_of(found.argument)
+            self.report(
+                found.moved if found.moved is not None else found.argument,
+                f"`{found.component}` is in the pipeline's dtype, float16/bfloat16 when it is loaded with"
+                f" `torch_dtype=torch.float16` ({found.evidence}), but `{argument}` is"
+                f" {dtype_phrase(value)}{moved}; `{code(self.ctx, found.call.func)}` (line {line(found.call).start.line})"
+                f" runs its first layer on it outside autocast{autocast}: Input type (float) and bias type"
+                " (c10::Half) should be the same; cast it to the pipeline's dtype (`.to(device=device, dtype=dtype)`)",
+                confidence=Confidence.MEDIUM,
+            )
 
     @staticmethod
     def _own_or_torch(module: Value) -> bool:

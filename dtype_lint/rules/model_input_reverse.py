@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import inplace_upcast, own_dtype_components
+from dtype_lint.facts import contract_inputs, inplace_upcast, own_dtype_components
 from dtype_lint.facts.branch_conditions import branches, exclusive, runs_whenever
 from dtype_lint.facts.dtypes import BF16, FP16, FP32, LONG_NAMES, LOW, Cast, Origin, Value
 from dtype_lint.facts.flow.values import DTYPE
@@ -102,6 +102,14 @@ class Fp32ModelLowpInput(Rule):
     self.vae.dtype`), a parameter some caller gives the VAE's dtype, and an input the method
     did not cast stay silent.
 
+    A library class's method given a low-precision input by the library's contract
+    (facts/contract_inputs.py, catalog in facts/lowp_contract.py): a subclass of bitsandbytes'
+    `Linear8bitLt` runs in a model loaded with `load_in_8bit=True`, which transformers loads in
+    float16, so its `forward(x)` gets float16 activations. Handing `x` (through a dropout) to a
+    float32 `torch.nn` layer the class built without `dtype=` (a LoRA adapter's `nn.Linear`),
+    outside autocast and outside a branch where `torch.is_autocast_enabled()` holds, is reported
+    at medium confidence (huggingface/peft a353716).
+
     ## Why is this bad?
     The mirror image of DTL101: the first layer fails with `mat1 and mat2 must have the same
     dtype, but got Half and Float` (`Input type (c10::Half) and bias type (float) should be the
@@ -145,11 +153,13 @@ class Fp32ModelLowpInput(Rule):
         "whether two casts or calls can run in one configuration (facts/branch_conditions.py)",
         "a module upcast in place under a test of its own dtype (facts/inplace_upcast.py)",
         "a library component whose dtype is its own, given a tensor cast to another dtype (facts/own_dtype_components.py, catalog in facts/lowp_contract.py)",
+        "a library class's method handing the low-precision input its contract gives it to a float32 layer it built (facts/contract_inputs.py, catalog in facts/lowp_contract.py)",
         "the file's assignments, to find a model that went through a wrapper that autocasts its forward (`accelerator.prepare`, `deepspeed.initialize`; facts/training.py)",
     )
     fix_safety = Safety.UNSAFE
-    # a diffusers pipeline runs in its low torch_dtype without spelling it (facts/own_dtype_components.py)
-    triggers = LOWP_TRIGGERS + ("DiffusionPipeline",)
+    # a diffusers pipeline runs in its low torch_dtype without spelling it (facts/own_dtype_components.py),
+    # a bitsandbytes 8-bit layer in float16 (facts/contract_inputs.py)
+    triggers = LOWP_TRIGGERS + ("DiffusionPipeline", "Linear8bitLt")
     valid = (
         "import torch\nmodel = torch.nn.Linear(10, 2).half()\nx = torch.randn(1, 10).half()\nmodel(x)\n",
         "import torch\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10).half()\nwith torch.autocast('cuda'):\n    model(x)\n",
@@ -217,6 +227,20 @@ class Fp32ModelLowpInput(Rule):
                 f" branch and `{code(self.ctx, found.call.func)}` gets the float16 `{found.input_name}` (Input type"
                 " (c10::Half) and bias type (float) should be the same); cast the input to"
                 f" `{found.module}.dtype` on every path, or cast the module back after the call",
+                confidence=Confidence.MEDIUM,
+            )
+        # A contract's low-precision input (a bitsandbytes 8-bit layer's activations) given to a
+        # float32 layer the class built (facts/contract_inputs.py).
+        for found in contract_inputs.inputs_in(self.ctx, node):
+            layer = code(self.ctx, found.layer)
+            given = code(self.ctx, found.argument)
+            via = "" if given == found.parameter else f" (through `{given}`)"
+            self.report(
+                found.argument,
+                f"`{layer}` is a float32 layer this class builds, and it is given `{found.parameter}`{via},"
+                f" which is float16 {found.condition}; no autocast region is active: the call fails with a"
+                f" dtype mismatch (expected scalar type Float but found Half); cast the input to the layer's dtype"
+                f" (`.to({layer}.weight.dtype)`) and the result back, or run it under autocast",
                 confidence=Confidence.MEDIUM,
             )
         # A component whose dtype is its own (a pipeline's VAE) given a tensor the method cast to

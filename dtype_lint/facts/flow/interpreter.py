@@ -31,7 +31,7 @@ from dtype_lint.facts.flow.tensor_rank import ONE_D_FACTORIES, Ranks
 from dtype_lint.facts.flow.values import (
     AUTOCAST, BATCH, BF16, BOOL, CLASS, CONST, DTYPE, FLOATS, FP16, FP32, FP64, IMAGE, INSTANCE, INT, LONG_NAMES, LOW,
     MAPPING, MAYBE_AUTOCAST, MODULE, NUMPY, OPTIMIZER, PARAMS, SCALER, SHORT_NAMES, TENSOR, TOKENIZER, TUPLE,
-    EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
+    UNKNOWN, EntryOrigin, Origin, PartOrigin, Value, join, make, merge_parts, part_dtypes, promote,
 )
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.training import child_nodes, walk
@@ -1724,9 +1724,11 @@ class Interpreter:
     def _field(self, batch: Value, name: str | None, node) -> Value | None:
         if name in lib.TOKEN_FIELDS:
             return make(TENSOR, (INT,), batch.origin)
-        if name in lib.FLOAT_FIELDS and batch.info == "processor":
+        if name in lib.FLOAT_FIELDS and batch.info == "processor" \
+                or name == lib.IMAGE_FIELD and batch.info == IMAGE_BATCH:
             return batch.element
-        if batch.info == "tokenizer":
+        if batch.info == "tokenizer" and name not in lib.FLOAT_FIELDS:
+            # (a processor's text-and-images call read as text: its pixel_values are not ids)
             return make(TENSOR, (INT,), batch.origin)
         return None
 
@@ -2518,7 +2520,7 @@ class Interpreter:
             if callee.kind == MODULE:
                 return self._module_call(callee, node, frame)
             if callee.kind == TOKENIZER:
-                return self._tokenize(callee, node)
+                return self._tokenize(callee, node, name)
             if callee.kind == CLASS:
                 cls = self._find_class(callee.info, frame)
                 if cls is not None:
@@ -2586,11 +2588,20 @@ class Interpreter:
                     return make(DTYPE, tuple(sorted(set(words))), self.origin(node))
                 return make(DTYPE)
             return None
+        if lib.image_processor_call(name, node):
+            return self._image_features(node)
         if name.endswith("tokenizer") or name.endswith("processor"):
             return self._tokenize(make(TOKENIZER, info="processor" if name.endswith("processor") else "tokenizer"), node)
         return None
 
-    def _tokenize(self, tokenizer: Value, node: cst.Call) -> Value:
+    def _image_features(self, node: cst.Call) -> Value:
+        """An image processor's BatchFeature: ``pixel_values`` float32 (library.image_processor_call)."""
+        element = make(TENSOR, (FP32,), self.origin(node))
+        return make(BATCH, (FP32,), self.origin(node), info=IMAGE_BATCH, element=element)
+
+    def _tokenize(self, tokenizer: Value, node: cst.Call, name: str = "") -> Value:
+        if tokenizer.info == "processor" and lib.image_processor_call(name, node):
+            return self._image_features(node)
         if tokenizer.info == "processor" and (_arg(node, "images") is not None or _arg(node, "audio") is not None):
             element = make(TENSOR, (self.default_float,), self.origin(node))
             return make(BATCH, (INT, self.default_float), self.origin(node), info="processor", element=element)
@@ -2606,6 +2617,8 @@ class Interpreter:
             return self._noised(method, node)
         if method in ("from_pretrained", "from_config", "from_single_file"):
             return self._from_pretrained(dotted_name(func.value) or "", node)
+        if (receiver is None or receiver.kind in (UNKNOWN, INSTANCE)) and lib.image_processor_call(method, node):
+            return self._image_features(node)  # ``self.feature_extractor(images, return_tensors="pt")``
         kind = receiver.kind if receiver is not None else None
         if key is None and kind == MODULE:
             key = _chained_module_key(func.value)
@@ -2634,7 +2647,7 @@ class Interpreter:
                 for value in positional:
                     if value is not None and value.kind == DTYPE:
                         dtypes, given = value.dtypes, True
-                if given and receiver.info == "processor":
+                if given and receiver.info in ("processor", IMAGE_BATCH):
                     element = make(TENSOR, dtypes, self.origin(node)) if dtypes else make(TENSOR)
                     return receiver.replace(element=element)
                 return receiver
@@ -3179,6 +3192,9 @@ def _chained_module_key(expr: cst.BaseExpression) -> str | None:
 # the autoencoder's dtype.
 AUTOENCODER_OUTPUT = "autoencoder_output"
 AUTOENCODER_FIELDS = frozenset({"latent_dist", "latents", "sample"})
+# What an image processor's call gives (a BATCH's ``info``): only its ``pixel_values`` are known,
+# float32 (library.image_processor_call).
+IMAGE_BATCH = "image_processor"
 
 # Python's own types as torch dtypes (``t.to(int)`` is int64, ``t.to(float)`` float64).
 _PYTHON_TYPES = {"int": INT, "float": FP64, "bool": BOOL}

@@ -175,6 +175,29 @@ ATTACH_ADAPTER_FUNCTIONS = {
     "peft.inject_adapter_in_model": (1, "model"),
     "peft.mapping.inject_adapter_in_model": (1, "model"),
 }
+# A transformers image processor (``CLIPImageProcessor``; the ``feature_extractor`` a diffusers
+# pipeline holds for its safety checker, depth estimator or image encoder) called on images with
+# ``return_tensors="pt"`` gives a BatchFeature whose ``pixel_values`` are float32 whatever the
+# model's dtype: ``rescale``/``normalize`` compute in NumPy float32, and ``BatchFeature.to(device)``
+# keeps the dtype (it casts only when given a dtype). Matched on the callee's name, since pipelines
+# receive the processor as a component; an audio feature extractor's fields are not claimed.
+IMAGE_PROCESSOR_NAME = re.compile(r"(^|[._])(feature_extractor|image_processor)$")
+IMAGE_FIELD = "pixel_values"
+
+
+def image_processor_call(name: str, call: "cst.Call") -> bool:
+    """``self.feature_extractor(images, return_tensors="pt")``: a call, by a name that holds an
+    image processor, that returns PyTorch tensors of images (``images=`` or the first positional)."""
+    if not IMAGE_PROCESSOR_NAME.search(name):
+        return False
+    returns = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "return_tensors"), None)
+    if returns is None or not (type(returns).__name__ == "SimpleString" and returns.evaluated_value == "pt"):
+        return False
+    if any(a.keyword is not None and a.keyword.value in ("do_rescale", "do_normalize") for a in call.args):
+        return False  # without rescaling and normalising, the pixels keep the images' dtype (uint8)
+    return any(a.keyword is None and not a.star or a.keyword is not None and a.keyword.value == "images" for a in call.args)
+
+
 TOKEN_FIELDS = frozenset("input_ids attention_mask token_type_ids labels position_ids decoder_input_ids special_tokens_mask".split())
 FLOAT_FIELDS = frozenset("pixel_values input_features input_values pixel_values_videos".split())
 # diffusers' ``Pipeline.from_pretrained(name, unet=unet, torch_dtype=dt)`` loads the components
