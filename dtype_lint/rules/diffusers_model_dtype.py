@@ -105,6 +105,7 @@ class DiffusersModelFloat32(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._models: dict[int, bool] = {}
+        self._buffers: dict[int, dict] = {}  # class -> its non-persistent buffers (one walk of __init__)
 
     def _model_of(self, node: cst.CSTNode) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
         """The diffusers model class whose method (not ``__init__``) holds ``node``."""
@@ -187,7 +188,9 @@ class DiffusersModelFloat32(Rule):
         if found is None:
             return
         cls, _function = found
-        buffers = dm.nonpersistent_buffers(cls)
+        buffers = self._buffers.get(id(cls))
+        if buffers is None:
+            buffers = self._buffers[id(cls)] = dm.nonpersistent_buffers(cls)
         if not buffers:
             return
         for buffer_side, other in ((node.right, node.left), (node.left, node.right)):
