@@ -52,7 +52,7 @@ ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")  # ``name = ...`
 # Rules about training a model in low precision: a model a helper returns cast is trained here.
 # Rules that judge a value against where it goes: a tensor a project function returns, or one a
 # caller passes to a constructor, meets a module, a loss or an op of another dtype.
-VALUE_RULES = frozenset({"DTL101", "DTL105", "DTL107", "DTL108"})
+VALUE_RULES = frozenset({"DTL101", "DTL105", "DTL107", "DTL108", "DTL114"})
 TRAINING_RULES = frozenset({"DTL302", "DTL401", "DTL403", "DTL404", "DTL405"})
 # Rules that judge what a loaded checkpoint holds (project/checkpoints.py): a half module run on
 # float inputs or on the CPU, half tensors assigned into float32 parameters.
@@ -150,6 +150,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
     helpers = project_helpers(project)
     parameters = project.parameters()
     values = project.values()
+    weighted = project.weighted()
     argument_values: dict[str, dict] = {}
     for (path, name), by_keyword in project.argument_values().items():
         argument_values.setdefault(path, {})[name] = by_keyword
@@ -216,6 +217,7 @@ def apply_worlds(reports: list, work: list, jobs: int, data: list = ()) -> list:
             functions={name: class_world(found, base) for name, found in sorted(forwards.items())},
             autocast={name: autocast_world(items, base) for name, items in sorted(regions.items())},
             autocast_functions={name: autocast_world(items, base) for name, items in sorted(under_functions.items())},
+            weighted=frozenset(weighted.get(report.path, ())),
         )
         ranges = {name: report.summary["classes"][name]
                   for name in {*file_worlds.classes, *file_worlds.arguments, *file_worlds.argument_values,

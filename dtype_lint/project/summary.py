@@ -23,7 +23,7 @@ from dtype_lint.project.astnames import dotted as _dotted
 from dtype_lint.project.config_objects import loads_config, module_values
 from dtype_lint.project.handoffs import HandoffFinder
 
-FORMAT = 6  # 4: call_sites, functions' end lines; 5: restores follow the cast, precision-flag conditions; 6: a rebinding through module methods keeps the parameter
+FORMAT = 7  # 7: ``self.<submodule>(...)`` calls among method_calls (method "forward"); 4: call_sites, functions' end lines; 5: restores follow the cast, precision-flag conditions; 6: a rebinding through module methods keeps the parameter
 # Methods that return their receiver (a module) unchanged but for device or dtype.
 CHAIN_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_",
@@ -481,6 +481,14 @@ class Summarizer:
             return
         name = _dotted(func)
         if name is None or name.count(".") > 3:
+            return
+        if name.count(".") == 1 and name.startswith("self.") and scope.cls is not None:
+            # ``self.time_proj(t)``: a submodule called, its class's ``forward`` runs (what it
+            # returns, for the caller's flow: worlds.values)
+            held = sorted(r for r in self.attrs.get(scope.cls, {}).get(func.attr, ()) if r[:1].isupper())
+            entry = {"name": name, "refs": held, "method": "forward"}
+            if held and entry not in self.method_calls:
+                self.method_calls.append(entry)
             return
         refs = sorted(r for r in self._refs(func.value, scope) if not r.startswith("param:"))
         entry = {"name": name, "refs": refs, "method": func.attr}

@@ -639,18 +639,55 @@ class Project:
                     if kind == "function" and where != path:
                         self._add_value(found, path, name, where, function)
             for call in summary.get("method_calls", ()):
-                method = call["name"].rsplit(".", 1)[-1]
-                for kind, where, cls in (r for ref in call["refs"] for r in self.resolve(path, ref)):
-                    if kind == "class" and where != path:
-                        self._add_value(found, path, call["name"], where, f"{cls}.{method}")
+                method = call.get("method") or call["name"].rsplit(".", 1)[-1]
+                # a submodule's ``forward`` is probed without its caller's dtype: only a result it
+                # fixes itself on every path (``Timesteps``' float32 sinusoids) says what it gives
+                fixed = method == "forward" and call["name"].count(".") == 1
+                classes = [(where, cls) for ref in call["refs"] for kind, where, cls in self.resolve(path, ref)
+                           if kind == "class" and where != path]
+                if fixed:
+                    self._add_forward_values(found, path, call["name"], classes)
+                    continue
+                for where, cls in classes:
+                    self._add_value(found, path, call["name"], where, f"{cls}.{method}")
         return {path: {name: sorted(items, key=ReturnedValue.sort_key) for name, items in sorted(calls.items())}
                 for path, calls in sorted(found.items())}
+
+    def _add_forward_values(self, found: dict, path: str, name: str, classes: list) -> None:
+        """``self.<name>(...)`` on a submodule that may be an instance of any of ``classes``: what
+        their ``forward`` returns, when some fix it themselves on every path; float32 on one path
+        only (partial) when another class may be there instead."""
+        results = [(where, cls, self.summaries[where].get("results", {}).get(f"{cls}.forward"))
+                   for where, cls in sorted(set(classes))]
+        fixed = [(where, cls, result) for where, cls, result in results if result is not None and _fixed_result(result)]
+        for where, cls, result in fixed:
+            if len(fixed) < len(results):
+                result = {"value": {**result["value"], "partial": True}}
+            found.setdefault(path, {}).setdefault(name, set()).add(
+                ReturnedValue(f"{cls}.forward", where, json.dumps(result, sort_keys=True)))
 
     def _add_value(self, found: dict, path: str, name: str, where: str, function: str) -> None:
         result = self.summaries[where].get("results", {}).get(function)
         if result is not None:
             found.setdefault(path, {}).setdefault(name, set()).add(
                 ReturnedValue(function, where, json.dumps(result, sort_keys=True)))
+
+    def weighted(self) -> dict[str, list[str]]:
+        """path -> the names the file imports of project classes (of other files) that hold a
+        torch.nn layer with weights among their attributes (``TimestepEmbedding``'s ``nn.Linear``)."""
+        found: dict[str, set[str]] = {}
+        for path, summary in self.summaries.items():
+            for name in summary.get("imports", {}):
+                if not name[:1].isupper():
+                    continue
+                for kind, where, cls in self.resolve(path, name):
+                    if kind != "class" or where == path:
+                        continue
+                    attrs = self.summaries[where]["classes"].get(cls, {}).get("attrs", {})
+                    if any(ref.rsplit(".", 1)[-1] in _WEIGHTED and ref.split(".")[0] in ("nn", "torch")
+                           for refs in attrs.values() for ref in refs):
+                        found.setdefault(path, set()).add(name)
+        return {path: sorted(names) for path, names in sorted(found.items())}
 
     def argument_values(self) -> dict[tuple[str, str], dict[str, list["ReturnedValue"]]]:
         """(path, class) -> constructor keyword -> what callers pass it from a project function's
@@ -671,6 +708,18 @@ class Project:
                             found.setdefault(cls, {}).setdefault(keyword, set()).add(value)
         return {cls: {kw: sorted(items, key=ReturnedValue.sort_key) for kw, items in sorted(by_kw.items())}
                 for cls, by_kw in sorted(found.items())}
+
+
+def _fixed_result(result: dict) -> bool:
+    """A single value of one known dtype on every path that follows no parameter."""
+    leaf = result.get("value")
+    return isinstance(leaf, dict) and len(leaf.get("dtypes", ())) == 1 and not leaf.get("partial") \
+        and not leaf.get("follows")
+
+
+# torch.nn layers that multiply their input by their weight (facts/diffusers_models.WEIGHTED_LAYERS)
+_WEIGHTED = frozenset(
+    "Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d".split())
 
 
 @dataclasses.dataclass(frozen=True)

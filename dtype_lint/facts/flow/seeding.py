@@ -181,6 +181,9 @@ class FileWorlds:
     autocast: dict = dataclasses.field(default_factory=dict)  # class name -> AutocastWorld
     # function name -> AutocastWorld: a free function a method under an autocast world calls
     autocast_functions: dict = dataclasses.field(default_factory=dict)
+    # class names the file imports from other files of the project whose instances hold a
+    # torch.nn layer with weights (facts/diffusers_models.py)
+    weighted: frozenset = frozenset()
 
     def key(self) -> list:
         return [self.checkpoints.key() if self.checkpoints is not None else None,
@@ -201,7 +204,8 @@ class FileWorlds:
                        for n, by_attr in self.parts.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.built.items()),
                 sorted((n, dataclasses.astuple(w)) for n, w in self.functions.items()),
-                sorted((n, dataclasses.astuple(c)) for n, c in self.contexts.items())]
+                sorted((n, dataclasses.astuple(c)) for n, c in self.contexts.items()),
+                sorted(self.weighted)]
 
 
 def result_value(results: tuple, node: cst.CSTNode, origin_for, argument=None) -> Value | None:
