@@ -84,3 +84,27 @@ for layer in head:
     assert [i.dtype for i in p.value("tail", 8).items] == ["bf16"]
     assert p.value("stepped", 9) is None
     assert p.value("layer", 11).dtypes == {"fp16", "fp32"}
+
+
+def test_columns_removed_renamed_or_selected_by_literal_names():
+    p = Probe((HEADER + """
+def both(batch):
+    return {"embeds": encoder(batch["input_ids"])[0], "pooled": encoder(batch["input_ids"])[1]}
+def collate(rows):
+    return {"e": torch.tensor(rows[0]["embeds"]), "p": torch.tensor(rows[0]["pooled"]), "q": torch.tensor(rows[0]["pool"])}
+base = load_dataset("x")["train"].map(both)
+kept = concatenate_datasets([base.remove_columns(["image", "pooled"]), base.select_columns("pooled")], axis=1)
+renamed = base.rename_column("pooled", "pool")
+unknown = base.remove_columns(names)
+for batch in torch.utils.data.DataLoader(kept, collate_fn=collate):
+    e = batch["e"]
+    p = batch["p"]
+for batch in torch.utils.data.DataLoader(renamed, collate_fn=collate):
+    q = batch["q"]
+    p2 = batch["p"]
+for batch in torch.utils.data.DataLoader(unknown, collate_fn=collate):
+    e2 = batch["e"]
+""").replace("from datasets import load_dataset", "from datasets import concatenate_datasets, load_dataset"))
+    assert p.value("e").dtype == "fp32" and p.value("p").dtype == "fp32"
+    assert p.value("q").dtype == "fp32" and p.value("p2") is None
+    assert p.value("e2") is None

@@ -141,3 +141,41 @@ def python_floats(value: Value | None) -> bool:
     if value.items:
         return all(python_floats(item) for item in value.items)
     return value.items in (None, ()) and python_floats(value.element)
+
+
+def _strings(node: cst.BaseExpression | None) -> list[str] | None:
+    """``"a"`` or ``["a", "b"]`` as a list of strings; None for anything else."""
+    if isinstance(node, cst.SimpleString):
+        return [node.evaluated_value]
+    if isinstance(node, (cst.List, cst.Tuple)):
+        values = [e.value.evaluated_value if isinstance(e.value, cst.SimpleString) else None for e in node.elements]
+        return values if all(isinstance(v, str) for v in values) else None
+    return None
+
+
+def columns_left(method: str, floats: tuple, node: cst.Call) -> tuple:
+    """The float columns left after ``remove_columns`` / ``select_columns`` / ``rename_column(s)``
+    with literal names (none are followed when the names cannot be read)."""
+    args = [a.value for a in node.args if a.keyword is None]
+    if method == "rename_column" and len(args) == 2:
+        old, new = _strings(args[0]), _strings(args[1])
+        if old and new:
+            return tuple(new[0] if c == old[0] else c for c in floats if c != new[0] or c == old[0])
+        return ()
+    if method == "rename_columns" and args and isinstance(args[0], cst.Dict):
+        renames = {}
+        for element in args[0].elements:
+            key = _strings(getattr(element, "key", None))
+            value = _strings(getattr(element, "value", None))
+            if not key or not value:
+                return ()
+            renames[key[0]] = value[0]
+        return tuple(renames.get(c, c) for c in floats if c not in renames.values() or c in renames)
+    names = _strings(args[0]) if args else None
+    if names is None:
+        return ()
+    if method == "remove_columns":
+        return tuple(c for c in floats if c not in names)
+    if method == "select_columns":
+        return tuple(c for c in floats if c in names)
+    return ()

@@ -2115,7 +2115,7 @@ class Interpreter:
         if method in hf_datasets.SAME_ROWS:
             return table
         if method in hf_datasets.DROP_COLUMNS:
-            return hf_datasets.table()  # the columns left are not followed
+            return hf_datasets.table(hf_datasets.columns_left(method, info.floats, node))
         if method == hf_datasets.WITH_TRANSFORM:
             function = self._row_function(_arg(node, "transform", 0), frame)
             written = hf_datasets.assigned_keys(function[0].node) if function is not None else None
