@@ -108,3 +108,19 @@ for batch in torch.utils.data.DataLoader(unknown, collate_fn=collate):
     assert p.value("e").dtype == "fp32" and p.value("p").dtype == "fp32"
     assert p.value("q").dtype == "fp32" and p.value("p2") is None
     assert p.value("e2") is None
+
+
+def test_rows_read_by_index_or_iteration():
+    p = Probe(HEADER + """
+table = load_dataset("x")["train"].map(functools.partial(embed, model=encoder))
+first = torch.tensor(table[0]["embeds"])
+for example in table:
+    each = torch.tensor(example["embeds"])
+for i, example in enumerate(table):
+    counted = np.asarray(example["embeds"])
+column = torch.tensor(table["embeds"])
+""")
+    assert p.value("first").dtype == "fp32"
+    assert p.value("each").dtype == "fp32"
+    assert p.value("counted").dtype == "fp64"
+    assert p.value("column").dtype == "fp32"  # a float column's values, all rows

@@ -936,6 +936,8 @@ class Interpreter:
             return joined
         if iterated.kind == MODULE and iterated.items is not None:
             return _joined(iterated.items)  # ``for block in self.blocks``
+        if hf_datasets.table_of(iterated) is not None:
+            return hf_datasets.row(iterated)  # ``for example in dataset``: a row of Python objects
         if iterated.kind == TENSOR and iterated.dtypes and iterated.role is None and not self._made_one_dim(iterated):
             return iterated.replace(items=None, element=None)  # ``for mask in masks``: its rows, same dtype
         if iterated.element is not None:
@@ -1748,7 +1750,11 @@ class Interpreter:
         if base.kind == BATCH:
             return self._field(base, _string(index_node), node)
         if hf_datasets.table_of(base) is not None:
-            return base if _string(index_node) is not None else None  # ``dataset["train"]``
+            key = _string(index_node)
+            if key is not None:
+                # a float column's values (``dataset["prompt_embeds"]``), else a split (``["train"]``)
+                return make(TUPLE, info=hf_datasets.PY_FLOATS) if key in hf_datasets.table_of(base).floats else base
+            return hf_datasets.row(base) if isinstance(index_node, cst.Integer) else None  # ``dataset[0]``
         if base.kind == TUPLE and base.items is not None and base.info not in ITERATORS and len(node.slice) == 1 \
                 and isinstance(node.slice[0].slice, cst.Slice):
             # ``text_encoders[:2]``: the items between literal bounds, in order
