@@ -19,6 +19,7 @@ import libcst as cst
 from dtype_lint.facts import amp, config_values, lowp_contract, precision_sources
 from dtype_lint.facts.dtypes import Cast, Flow, FunctionSummary, OptimizerInfo, ScalerInfo
 from dtype_lint.facts.flow import checkpoint_loads as checkpoints
+from dtype_lint.facts.flow import hf_datasets
 from dtype_lint.facts.flow import library as lib
 from dtype_lint.facts.flow import loaders
 from dtype_lint.facts.flow import lowp_evidence
@@ -935,6 +936,8 @@ class Interpreter:
             return joined
         if iterated.kind == MODULE and iterated.items is not None:
             return _joined(iterated.items)  # ``for block in self.blocks``
+        if hf_datasets.table_of(iterated) is not None:
+            return hf_datasets.row(iterated)  # ``for example in dataset``: a row of Python objects
         if iterated.kind == TENSOR and iterated.dtypes and iterated.role is None and not self._made_one_dim(iterated):
             return iterated.replace(items=None, element=None)  # ``for mask in masks``: its rows, same dtype
         if iterated.element is not None:
@@ -1748,6 +1751,17 @@ class Interpreter:
             return base.replace(role=None) if base.role else base
         if base.kind == BATCH:
             return self._field(base, _string(index_node), node)
+        if hf_datasets.table_of(base) is not None:
+            key = _string(index_node)
+            if key is not None:
+                # a float column's values (``dataset["prompt_embeds"]``), else a split (``["train"]``)
+                return make(TUPLE, info=hf_datasets.PY_FLOATS) if key in hf_datasets.table_of(base).floats else base
+            return hf_datasets.row(base) if isinstance(index_node, cst.Integer) else None  # ``dataset[0]``
+        if base.kind == TUPLE and base.items is not None and base.info not in ITERATORS and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Slice):
+            # ``text_encoders[:2]``: the items between literal bounds, in order
+            bounds = _slice_bounds(node.slice[0].slice)
+            return base.replace(items=base.items[bounds[0]:bounds[1]]) if bounds is not None else None
         if base.kind == TUPLE and base.items is not None and len(node.slice) == 1 and isinstance(index_node, cst.Integer):
             position = int(index_node.value)
             if -len(base.items) <= position < len(base.items):
@@ -1911,6 +1925,8 @@ class Interpreter:
                     return value
             return self._generic_torch(qualified, node)
         if isinstance(func, cst.Attribute):
+            if hf_datasets.table_of(receiver) is not None:
+                return self._dataset_method(func.attr.value, receiver, node, frame)
             if callee is not None and callee.kind in (MODULE, TOKENIZER, INSTANCE):
                 return self._plain_call(func.attr.value, callee, node, frame)
             return self._method(func, receiver, node, frame, statement)
@@ -2036,6 +2052,10 @@ class Interpreter:
             return make(IMAGE, (mode,) if mode else (), self.origin(node))
         if qualified in loaders.DATA_LOADERS:
             return self._data_loader(node, frame)
+        if qualified in hf_datasets.SOURCES or qualified in hf_datasets.CONCATENATE:
+            return self._dataset_source(qualified, node)
+        if qualified in hf_datasets.PARTIAL:
+            return self._partial(node)
         if qualified in loaders.PROGRESS_BARS:
             wrapped = self._first_argument(node)
             return wrapped if wrapped is not None and wrapped.info == loaders.LOADER else None
@@ -2057,11 +2077,89 @@ class Interpreter:
             params = info.node.params.params if info is not None else ()
             if params:
                 sample, _, _ = self._invoke(info, {params[0].name.value: (dataset, None, {})}, frame, ())
+        if hf_datasets.table_of(dataset) is not None:
+            # a ``datasets`` table: rows of Python objects; only a collate_fn of the file says
+            # what a batch of them is (the default collate's float64 lists are not modelled)
+            sample = hf_datasets.row(dataset)
+            if collate_fn is None:
+                return None
         if collate_fn is not None:
             batch = self._custom_collate(collate_fn.value, sample, frame)
         else:
             batch = loaders.collate(sample)
         return make(TUPLE, element=batch, info=loaders.LOADER) if batch is not None else None
+
+    # -- Hugging Face ``datasets`` tables (facts/flow/hf_datasets.py) -------------------------
+    def _dataset_source(self, qualified: str, node: cst.Call) -> Value | None:
+        if hf_datasets.formats_rows(self.ctx):
+            return None
+        if qualified in hf_datasets.CONCATENATE:
+            parts = self._first_argument(node)
+            tables = [hf_datasets.table_of(item) for item in (parts.items or ())] if parts is not None and parts.kind == TUPLE else []
+            if not tables or any(t is None for t in tables):
+                return None
+            return hf_datasets.table(c for t in tables for c in t.floats)
+        return hf_datasets.table()
+
+    def _column_origin(self, node: cst.Call) -> Origin:
+        key = ("column", id(node))
+        found = self._origins.get(key)
+        if found is None:
+            found = self._origins[key] = hf_datasets.ColumnOrigin(node, self._describe)
+        return found
+
+    def _partial(self, node: cst.Call) -> Value | None:
+        target = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if not isinstance(target, cst.Name) or any(a.keyword is None for a in node.args[1:]) \
+                or any(a.star for a in node.args):
+            return None
+        keywords = tuple((a.keyword.value, self._current.get(id(a.value))) for a in node.args[1:])
+        return make(INSTANCE, info=hf_datasets.Partial(target.value, keywords))
+
+    def _dataset_method(self, method: str, table: Value, node: cst.Call, frame: Frame) -> Value | None:
+        """A table's method: the same rows (``select``, ``shuffle``), fewer columns, or ``map``'s
+        new float columns; anything else is unknown."""
+        info = hf_datasets.table_of(table)
+        if method in hf_datasets.SAME_ROWS:
+            return table
+        if method in hf_datasets.DROP_COLUMNS:
+            return hf_datasets.table(hf_datasets.columns_left(method, info.floats, node))
+        if method == hf_datasets.WITH_TRANSFORM:
+            function = self._row_function(_arg(node, "transform", 0), frame)
+            written = hf_datasets.assigned_keys(function[0].node) if function is not None else None
+            if written is None:
+                return None
+            return hf_datasets.table(c for c in info.floats if c not in written)
+        if method == hf_datasets.MAP:
+            function = self._row_function(_arg(node, "function", 0), frame)
+            if function is None:
+                return hf_datasets.table(info.floats) if _arg(node, "function", 0) is None else None
+            fn, keywords = function
+            params = [*fn.node.params.posonly_params, *fn.node.params.params]
+            if not params:
+                return None
+            bound = {params[0].name.value: (make(MAPPING), None, {})}
+            for keyword, value in keywords:
+                bound[keyword] = (value, None, {})
+            for param, value in fn.defaults.items():
+                bound.setdefault(param, (value, None, {}))
+            returned, _, _ = self._invoke(fn, bound, frame, ())
+            return hf_datasets.table((*info.floats, *hf_datasets.float_columns(returned)))
+        return None
+
+    def _row_function(self, arg, frame: Frame):
+        """(the function of this file, the keywords a ``functools.partial`` binds) that ``map``
+        or ``with_transform`` is given, or None."""
+        if arg is None:
+            return None
+        value = self._current.get(id(arg.value))
+        if value is not None and value.kind == INSTANCE and isinstance(value.info, hf_datasets.Partial):
+            info = self._find_function(value.info.name, frame)
+            return (info, value.info.keywords) if info is not None and info.cls is None else None
+        if not isinstance(arg.value, cst.Name):
+            return None
+        info = self._find_function(arg.value.value, frame)
+        return (info, ()) if info is not None and info.cls is None else None
 
     def _noised(self, method: str, node: cst.Call) -> Value | None:
         """``noise_scheduler.add_noise(latents, noise, timesteps)``: the promotion of the samples'
@@ -2242,6 +2340,8 @@ class Interpreter:
         if category is not None:
             return make(TENSOR, (self.default_float if category == FP32 else category,), self.origin(node))
         data = self._current.get(id(data_arg.value))
+        if hf_datasets.python_floats(data):
+            return make(TENSOR, (self.default_float,), self._column_origin(node))  # Python floats: the default dtype
         if data is not None and data.kind == NUMPY:
             return self._entered(data, node).replace(autocast=None)
         if data is not None and data.kind == TENSOR:
@@ -2318,6 +2418,8 @@ class Interpreter:
                     return data
                 if data is not None and data.kind == IMAGE and data.dtypes:
                     return make(NUMPY, data.dtypes, self.origin(node))  # ``np.asarray(img)``: its pixels
+                if hf_datasets.python_floats(data):
+                    return make(NUMPY, (FP64,), self._column_origin(node))  # Python floats: NumPy's float64
                 return None
             if attr not in lib.NUMPY_SAME_FUNCTIONS and attr[:1].islower():
                 # ufuncs and the like (np.sin, np.clip...): the array's dtype.
@@ -3117,6 +3219,25 @@ def _mapping(keys: list, values: list) -> Value:
     if all(key is not None for key in keys):
         return make(MAPPING, element=element, items=tuple(values), keys=tuple(keys))
     return make(MAPPING, element=element)
+
+
+def _slice_bounds(part: cst.Slice) -> tuple | None:
+    """(lower, upper) of a ``[a:b]`` slice whose bounds are integer literals or absent; None for
+    any other (a step, a bound the analysis cannot read)."""
+    if part.step is not None:
+        return None
+    bounds = []
+    for bound in (part.lower, part.upper):
+        if bound is None:
+            bounds.append(None)
+        elif isinstance(bound, cst.Integer):
+            bounds.append(int(bound.value))
+        elif isinstance(bound, cst.UnaryOperation) and isinstance(bound.operator, cst.Minus) \
+                and isinstance(bound.expression, cst.Integer):
+            bounds.append(-int(bound.expression.value))
+        else:
+            return None
+    return tuple(bounds)
 
 
 def _keyed(mapping: Value, key: str | None) -> Value | None:
