@@ -83,3 +83,30 @@ def test_dtl208_a_speed_benchmark_times_its_steps_the_same_loop_elsewhere_is_rep
         assert _findings(source, "DTL208", filename=path) == [], path
     for path in ("train.py", "workbench.py", "benchmarks/train.py"):
         assert [f.code for f in _findings(source, "DTL208", filename=path)] == ["DTL208"], path
+
+
+# -- DTL113: the file's own calls all ask for float32 -------------------------------------------
+
+def test_dtl113_callers_asking_float32_are_low_and_a_low_caller_keeps_it():
+    source = (FIXTURES / "plain" / "dtype_param_callers_ask_float32.py").read_text()
+    assert _findings(source, "DTL113") == []
+    low = _findings(source, "DTL113", low=True)
+    assert [(f.line, f.confidence) for f in low] == [(15, Confidence.LOW), (27, Confidence.LOW)]
+    assert all("ask for float32" in f.message for f in low)
+    twin = (FIXTURES / "plain" / "dtype_param_callers_ask_low.py").read_text()
+    assert [(f.line, f.confidence) for f in _findings(twin, "DTL113")] == [(10, Confidence.MEDIUM), (23, Confidence.MEDIUM)]
+    # a float16 literal at one of the calls keeps it too
+    asked_half = source.replace("make_batch(2, 8, 16, torch.float)", "make_batch(2, 8, 16, torch.float16)")
+    assert [f.line for f in _findings(asked_half, "DTL113")] == [27]
+
+
+# -- DTL510: a dtype test is no low-precision run ---------------------------------------------
+
+def test_dtl510_a_file_that_only_tests_for_half_is_silent_and_a_cast_keeps_it():
+    source = (FIXTURES / "shapes" / "param_dtype_clean_dtype_test_only.py").read_text()
+    assert _findings(source, "DTL510") == []
+    # the same file with one real cast to half runs low precision: both factories are reported
+    cast = source + "\n\nmodel = Gate().half()\n"
+    assert [f.line for f in _findings(cast, "DTL510")] == [20, 40]
+    spelled = source + "\n\ndef infer(model, batch):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return model(batch)\n"
+    assert [f.line for f in _findings(spelled, "DTL510")] == [20, 40]

@@ -12,6 +12,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import FP32
 from dtype_lint.findings import Confidence
+from dtype_lint.facts.dtype_arguments import float32_callers
 from dtype_lint.project.results import dtype_parameters, follower, probe
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import code
@@ -108,13 +109,16 @@ class DtypeParameterIgnored(Rule):
             if not (inside[0] < made_at[0] and made_at[1] < inside[1]):
                 continue  # made in another function (a helper's result): reported there
             sibling = next(i for i, n in followed if n)
+            # the file's own calls all ask for float32: the mixed dtypes need a caller elsewhere
+            asked = float32_callers(self.ctx, node, names[0])
             self.report(
                 made,
                 f"`{code(self.ctx, made)}` is float32 whatever `{names[0]}` asks for, while item {sibling} of what "
                 f"`{node.name.value}()` returns takes `{names[0]}`: a caller asking for bfloat16 or float16 gets "
                 f"mixed dtypes (mat1 and mat2 must have the same dtype, but got Float and BFloat16); give it "
-                f"`dtype=` (or `.to({names[0]})`)",
-                confidence=Confidence.MEDIUM,
+                f"`dtype=` (or `.to({names[0]})`)"
+                + (f" (this file's calls of it, line {', '.join(map(str, asked))}, ask for float32)" if asked else ""),
+                confidence=Confidence.LOW if asked else Confidence.MEDIUM,
             )
 
     def _factory(self, call: cst.Call) -> bool:
