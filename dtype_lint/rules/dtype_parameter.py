@@ -23,7 +23,9 @@ class DtypeParameterIgnored(Rule):
     Flags a tensor a function returns in float32 whatever dtype it is asked for, when the
     function takes a dtype parameter (`dtype=`, `dtype_override=`, `torch_dtype=`) that another
     tensor it returns with it follows: `pixel_values.to(dtype_override)` beside
-    `torch.zeros(batch, n)` without `dtype=`.
+    `torch.zeros(batch, n)` without `dtype=`. Low confidence when the function is called in its
+    own file and every such call asks for float32 (`self.prepare_latents(..., torch.float32,
+    ...)`, facts/dtype_arguments.py): the mix needs a caller elsewhere.
 
     ## Why is this bad?
     A caller that asks for bfloat16 (or float16) gets one tensor in that dtype and one in
@@ -61,6 +63,7 @@ class DtypeParameterIgnored(Rule):
     queries = (
         "what a function returns when the dtype flow runs it with its dtype parameter set to float16 and to bfloat16, and which returned tensor follows that parameter (project/results.py, running facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "the dtype the file's own calls of the function pass it (facts/dtype_arguments.py)",
     )
     # A dtype parameter is spelled ``dtype`` / ``precision`` or defaults to a dtype spelling.
     triggers = ("dtype", "precision", "float", "half", "double", "fp16", "bf16", "fp32")
