@@ -124,3 +124,18 @@ def test_a_flag_parameter_is_followed_through_the_calls_that_bind_it():
     ctx, _ = _values(handed)
     outer = training_facts(ctx).functions["outer"][0]
     assert flag_logic.parameter_truth(ctx, outer, "amp") is None
+
+
+def test_a_config_switch_defined_elsewhere_is_opt_in_unless_the_file_defaults_it_on():
+    from dtype_lint.facts.user_choice import opt_in
+
+    def test_of(source: str):
+        ctx = FileContext("t.py", source, cst.parse_module(source), Settings())
+        return ctx, next(n.test for n in ctx.all_nodes if isinstance(n, cst.If))
+
+    for name in ("cfg.common.fp16", "opt.half", "args.cpu", "self.cfg.use_bf16"):
+        assert opt_in(*test_of(f"if {name}:\n    pass\n")), name
+    for name in ("cfg.common.precision", "args.device", "cfg.amp"):
+        assert not opt_in(*test_of(f"if {name}:\n    pass\n")), name
+    on = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--fp16", default=True)\nargs = p.parse_args()\nif args.fp16:\n    pass\n'
+    assert not opt_in(*test_of(on))
