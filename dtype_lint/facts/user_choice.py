@@ -13,15 +13,13 @@ An opt-in test is read as written, through names assigned once (``flag_logic.bin
 ``args.X`` / ``opt.X`` with an ``add_argument("--X", action="store_true")`` (or no ``default``,
 or ``default=False``/``None``) in the file; ``args.X == "fp16"`` where ``--X``'s default is
 another string; a parameter of the enclosing function that defaults to False or None (the caller
-asks); ``a and b`` when either is opt-in, ``a or b`` when both are; and a switch of a config
-this file does not define, named for a mode one opts into (``cfg.common.fp16``, ``opt.half``,
-``args.cpu``: fairseq's dataclass fields ``fp16: bool = field(default=False)`` live in another
-file), which every CLI and config framework leaves off unless asked.
+asks); ``a and b`` when either is opt-in, ``a or b`` when both are. A switch of a config this
+file does not define (``cfg.common.fp16``, ``args.use_fp16`` of an OmegaConf YAML) is not read as
+opt-in by its name: Latte's sample config ships ``use_fp16: True`` (Vchitect/Latte#61, realbugs
+``latte_use_fp16_cpu``), fairseq's dataclass ``fp16: bool = False``.
 """
 
 from __future__ import annotations
-
-import re
 
 import libcst as cst
 
@@ -32,10 +30,6 @@ from dtype_lint.facts.training import call_name, keyword, string_value, training
 
 MAX_DEPTH = 6
 OFF = ("False", "None")
-# Switches for a mode a user opts into, read from a config this file does not define (fairseq's
-# ``cfg.common.fp16`` / ``cpu`` / ``tpu``, dataclass fields ``default=False`` in another file):
-# off unless asked, as every CLI and config framework defines them.
-CONVENTIONAL_SWITCHES = re.compile(r"^(use_)?(fp16|half|bf16|cpu|tpu)$")
 
 
 def _add_argument(ctx, attribute: str) -> cst.Call | None:
@@ -98,11 +92,7 @@ def opt_in(ctx, test: cst.BaseExpression | None, positive: bool = True, depth: i
         return argument is not None and string_value(keyword(argument, "default")) != chosen
     if isinstance(test, cst.Attribute):
         name = dotted_name(test)
-        if name is None:
-            return False
-        if _add_argument(ctx, test.attr.value) is None and CONVENTIONAL_SWITCHES.match(test.attr.value):
-            return True  # ``cfg.common.fp16``: a switch of a config defined elsewhere
-        return _flag_off_by_default(ctx, test.attr.value)
+        return name is not None and _flag_off_by_default(ctx, test.attr.value)
     if isinstance(test, cst.Name):
         if _parameter_off_by_default(ctx, test):
             return True
