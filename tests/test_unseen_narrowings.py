@@ -110,3 +110,36 @@ def test_dtl510_a_file_that_only_tests_for_half_is_silent_and_a_cast_keeps_it():
     assert [f.line for f in _findings(cast, "DTL510")] == [20, 40]
     spelled = source + "\n\ndef infer(model, batch):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return model(batch)\n"
     assert [f.line for f in _findings(spelled, "DTL510")] == [20, 40]
+
+
+# -- tests named for a precision mechanism exercise it on purpose ---------------------------------
+
+AUTOCAST_BACKWARD_TEST = '''
+import torch
+from torch import nn
+
+
+def NAME():
+    layer = nn.Linear(2, 1)
+    x = torch.randn(1, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = layer(x).mean()
+        loss.backward()
+    assert layer.weight.grad is not None
+'''
+
+
+def test_a_test_named_for_autocast_is_low_and_other_tests_stay_medium():
+    for name in ("test_torch_autocast_cache_behavior_with_no_grad", "test_amp_with_no_grad", "test_grad_scaler_step",
+                 "test_fp16_backward"):
+        source = AUTOCAST_BACKWARD_TEST.replace("NAME", name)
+        assert _findings(source, "DTL204", filename="tests/plugins/test_amp.py") == [], name
+        assert [f.confidence for f in _findings(source, "DTL204", filename="tests/plugins/test_amp.py", low=True)] \
+            == [Confidence.LOW], name
+    for name in ("test_training_step", "test_example_camp_site", "train_one_epoch"):
+        source = AUTOCAST_BACKWARD_TEST.replace("NAME", name)
+        found = _findings(source, "DTL204", filename="tests/test_loop.py")
+        assert [f.confidence for f in found] == [Confidence.MEDIUM], name
+    # outside a test file the name changes nothing
+    source = AUTOCAST_BACKWARD_TEST.replace("NAME", "test_autocast_backward")
+    assert [f.confidence for f in _findings(source, "DTL204", filename="scripts/check_autocast.py")] == [Confidence.HIGH]
