@@ -53,7 +53,7 @@ def is_test_file(path: str) -> bool:
 # ``test_torch_autocast_cache_behavior_with_no_grad`` runs ``loss.backward()`` inside autocast to
 # document a torch bug (pytorch#165068), ``test_amp_*``, ``test_*_scaler_*``, ``test_*_fp16_*``.
 _PRECISION_TEST = re.compile(
-    r"^test.*?(autocast|(?<![a-z])amp(?![a-z])|scaler|unscale|precision|mixed|fp16|bf16|half|bfloat16|float16|tf32)",
+    r"^test.*?(autocast|(?<![a-z])amp(?![a-z])|scaler|unscale|precision|fp16|bf16|(?<![a-z])half|bfloat16|float16|tf32)",
     re.IGNORECASE,
 )
 
