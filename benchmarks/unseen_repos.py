@@ -5,7 +5,7 @@
 
 MIRROR_ROOT holds one fetched git snapshot per repository (``<owner>+<name>/repo``, as the
 ``fetch`` tool brings them). Every repository of ``REPOS`` is exported at the commit the verdicts
-were read at (``*.py`` and ``*.ipynb`` only) to ``DIR/<owner>+<name>`` when not there yet,
+were read at (``*.py``, ``*.ipynb`` and the ``*.sh`` launch scripts) to ``DIR/<owner>+<name>`` when not there yet,
 checked with the installed ``dtype-lint check . --format json`` at the default settings, and
 every finding is matched to a verdict by (repo, file, line, code). Prints each finding of the
 dtype-tracking rules that is FALSE or has no verdict yet, then one table row per rule: true,
@@ -64,7 +64,7 @@ def export(repo: str, commit: str, mirror: Path, dest: Path) -> None:
     if git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}").returncode:
         sys.exit(f"{repo}: commit {commit[:12]} is not in the snapshot")
     for name in git(git_dir, "ls-tree", "-r", "--name-only", commit).stdout.splitlines():
-        if name.endswith((".py", ".ipynb")):
+        if name.endswith((".py", ".ipynb", ".sh")):  # .sh: the launch scripts (facts/launch_scripts.py)
             blob = git(git_dir, "show", f"{commit}:{name}", text=False)
             if blob.returncode == 0:  # large notebooks may be missing from a snapshot
                 (dest / name).parent.mkdir(parents=True, exist_ok=True)

@@ -83,3 +83,63 @@ def test_dtl208_a_speed_benchmark_times_its_steps_the_same_loop_elsewhere_is_rep
         assert _findings(source, "DTL208", filename=path) == [], path
     for path in ("train.py", "workbench.py", "benchmarks/train.py"):
         assert [f.code for f in _findings(source, "DTL208", filename=path)] == ["DTL208"], path
+
+
+# -- DTL113: the file's own calls all ask for float32 -------------------------------------------
+
+def test_dtl113_callers_asking_float32_are_low_and_a_low_caller_keeps_it():
+    source = (FIXTURES / "plain" / "dtype_param_callers_ask_float32.py").read_text()
+    assert _findings(source, "DTL113") == []
+    low = _findings(source, "DTL113", low=True)
+    assert [(f.line, f.confidence) for f in low] == [(15, Confidence.LOW), (27, Confidence.LOW)]
+    assert all("ask for float32" in f.message for f in low)
+    twin = (FIXTURES / "plain" / "dtype_param_callers_ask_low.py").read_text()
+    assert [(f.line, f.confidence) for f in _findings(twin, "DTL113")] == [(10, Confidence.MEDIUM), (23, Confidence.MEDIUM)]
+    # a float16 literal at one of the calls keeps it too
+    asked_half = source.replace("make_batch(2, 8, 16, torch.float)", "make_batch(2, 8, 16, torch.float16)")
+    assert [f.line for f in _findings(asked_half, "DTL113")] == [27]
+
+
+# -- DTL510: a dtype test is no low-precision run ---------------------------------------------
+
+def test_dtl510_a_file_that_only_tests_for_half_is_silent_and_a_cast_keeps_it():
+    source = (FIXTURES / "shapes" / "param_dtype_clean_dtype_test_only.py").read_text()
+    assert _findings(source, "DTL510") == []
+    # the same file with one real cast to half runs low precision: both factories are reported
+    cast = source + "\n\nmodel = Gate().half()\n"
+    assert [f.line for f in _findings(cast, "DTL510")] == [20, 40]
+    spelled = source + "\n\ndef infer(model, batch):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return model(batch)\n"
+    assert [f.line for f in _findings(spelled, "DTL510")] == [20, 40]
+
+
+# -- tests named for a precision mechanism exercise it on purpose ---------------------------------
+
+AUTOCAST_BACKWARD_TEST = '''
+import torch
+from torch import nn
+
+
+def NAME():
+    layer = nn.Linear(2, 1)
+    x = torch.randn(1, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = layer(x).mean()
+        loss.backward()
+    assert layer.weight.grad is not None
+'''
+
+
+def test_a_test_named_for_autocast_is_low_and_other_tests_stay_medium():
+    for name in ("test_torch_autocast_cache_behavior_with_no_grad", "test_amp_with_no_grad", "test_grad_scaler_step",
+                 "test_fp16_backward"):
+        source = AUTOCAST_BACKWARD_TEST.replace("NAME", name)
+        assert _findings(source, "DTL204", filename="tests/plugins/test_amp.py") == [], name
+        assert [f.confidence for f in _findings(source, "DTL204", filename="tests/plugins/test_amp.py", low=True)] \
+            == [Confidence.LOW], name
+    for name in ("test_training_step", "test_example_camp_site", "train_one_epoch"):
+        source = AUTOCAST_BACKWARD_TEST.replace("NAME", name)
+        found = _findings(source, "DTL204", filename="tests/test_loop.py")
+        assert [f.confidence for f in found] == [Confidence.MEDIUM], name
+    # outside a test file the name changes nothing
+    source = AUTOCAST_BACKWARD_TEST.replace("NAME", "test_autocast_backward")
+    assert [f.confidence for f in _findings(source, "DTL204", filename="scripts/check_autocast.py")] == [Confidence.HIGH]

@@ -124,3 +124,21 @@ def test_a_flag_parameter_is_followed_through_the_calls_that_bind_it():
     ctx, _ = _values(handed)
     outer = training_facts(ctx).functions["outer"][0]
     assert flag_logic.parameter_truth(ctx, outer, "amp") is None
+
+
+
+def test_a_config_switch_defined_elsewhere_is_not_opt_in_by_its_name():
+    """Latte's `args.use_fp16` comes from a YAML whose sample config turns it on
+    (Vchitect/Latte#61): a switch the file does not define is not read as off by default."""
+    from dtype_lint.facts.user_choice import opt_in
+
+    def test_of(source: str):
+        ctx = FileContext("t.py", source, cst.parse_module(source), Settings())
+        return ctx, next(n.test for n in ctx.all_nodes if isinstance(n, cst.If))
+
+    for name in ("cfg.common.fp16", "args.use_fp16", "opt.half"):
+        assert not opt_in(*test_of(f"if {name}:\n    pass\n")), name
+    flag = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--fp16", action="store_true")\nargs = p.parse_args()\nif args.fp16:\n    pass\n'
+    assert opt_in(*test_of(flag))
+    on = flag.replace('action="store_true"', "default=True")
+    assert not opt_in(*test_of(on))

@@ -49,6 +49,21 @@ def is_test_file(path: str) -> bool:
     return bool(TEST_FILE.search(path.replace("\\", "/")))
 
 
+# A test function named for the precision machinery it exercises: Lightning's
+# ``test_torch_autocast_cache_behavior_with_no_grad`` runs ``loss.backward()`` inside autocast to
+# document a torch bug (pytorch#165068), ``test_amp_*``, ``test_*_scaler_*``, ``test_*_fp16_*``.
+_PRECISION_TEST = re.compile(
+    r"^test.*?(autocast|(?<![a-z])amp(?![a-z])|scaler|unscale|precision|fp16|bf16|(?<![a-z])half|bfloat16|float16|tf32)",
+    re.IGNORECASE,
+)
+
+
+def in_precision_test(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` is inside a test function named for a precision mechanism (autocast, AMP, a
+    scaler, a half dtype): the pattern there is what the test exercises."""
+    return any(isinstance(a, cst.FunctionDef) and _PRECISION_TEST.search(a.name.value) for a in _ancestors(ctx, node))
+
+
 # A speed benchmark, by its file name: ``bench.py``, ``benchmark_*.py``, ``*_bench.py``. Its
 # training steps are timed, not kept (nanoGPT's bench.py prints tokens/s and MFU): a hazard that
 # only degrades what the model learns changes nothing the file reports. The folder is not read (a

@@ -16,6 +16,7 @@ import re
 import libcst as cst
 
 from dtype_lint.facts.names import dotted_name
+from dtype_lint.facts.user_choice import opt_in
 from dtype_lint.facts.training import call_name, keyword, positional, string_value, training_facts, walk
 
 CPU, CUDA, OTHER = "cpu", "cuda", "other"  # OTHER: mps, xpu, "auto", a device the caller picks
@@ -253,13 +254,68 @@ def _cpu_only_fallback(ctx, expr: cst.BaseExpression | None, scope: cst.CSTNode,
     if string_value(expr) is not None:
         return False  # ``"cpu"`` written as such
     name = dotted_name(expr)
-    if name is None or "." in name or _parameter_default(scope, name) is not False:
+    if name is None or _parameter_default(scope, name) is not False:
+        return False
+    if "." in name and not name.startswith("self."):
         return False
     answers = []
     for statement, value in training_facts(ctx).assignments.get(name, []):
         if in_scope(ctx, statement, scope) or (not answers and in_scope(ctx, statement, ctx.module)):
-            answers.append(_cpu_only_fallback(ctx, value, scope if in_scope(ctx, statement, scope) else ctx.module, depth + 1))
+            answer = _cpu_only_fallback(ctx, value, scope if in_scope(ctx, statement, scope) else ctx.module, depth + 1)
+            if answer is False and _only_when_no_cuda_or_asked(ctx, statement):
+                answer = True  # ``else: self.device = torch.device("cpu")`` after ``if self.cuda:``
+            answers.append(answer)
     return bool(answers) and False not in answers and True in answers
+
+
+def _only_when_no_cuda_or_asked(ctx, statement: cst.CSTNode) -> bool:
+    """``statement`` runs only where CUDA is missing or the user asked for another device: it
+    sits in the ``else`` of an ``if`` whose test holds only with CUDA present and no opt-in
+    switch (fairseq's trainer: ``self.cuda = torch.cuda.is_available() and not cfg.common.cpu
+    and not self.tpu``, then ``if self.cuda: ... else: self.device = torch.device("cpu")``)."""
+    def needs_cuda_unasked(test: cst.BaseExpression, depth: int = 0) -> bool:
+        """``test`` true implies CUDA is there and no opt-in switch is on; so its negation
+        (the ``else``) means no CUDA, or a switch the user turned on."""
+        if depth > 4:
+            return False
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            # ``a and b`` false: ``a`` or ``b`` false; one conjunct that says "CUDA is there" and
+            # every other one "a switch is off" (or CUDA again) make each way out a fallback
+            parts = _conjuncts(test)
+            return any(needs_cuda_unasked(p, depth + 1) for p in parts) and all(
+                needs_cuda_unasked(p, depth + 1) or _switch_off(p) for p in parts)
+        if AVAILABILITY.search(ctx.code_for(test)) and not isinstance(test, cst.UnaryOperation):
+            return isinstance(test, cst.Call)
+        name = dotted_name(test)
+        if name is not None and (name.startswith("self.") or "." not in name):
+            values = [v for _, v in training_facts(ctx).assignments.get(name, [])]
+            return len(values) == 1 and needs_cuda_unasked(values[0], depth + 1)
+        return False
+
+    def _switch_off(part: cst.BaseExpression) -> bool:
+        """``not <opt-in switch>``: false only when the user asked for it."""
+        if not (isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not)):
+            return False
+        inner = part.expression
+        name = dotted_name(inner)
+        if name is not None and name.startswith("self.") and name.count(".") == 1:
+            values = [v for _, v in training_facts(ctx).assignments.get(name, [])]
+            inner = values[0] if len(values) == 1 else inner
+        return opt_in(ctx, inner, True)
+
+    child, current = statement, ctx.parent(statement)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+        if isinstance(current, cst.If) and child is current.orelse:
+            if needs_cuda_unasked(current.test):
+                return True
+        child, current = current, ctx.parent(current)
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def cpu_only_as_fallback(ctx, key: str, scope: cst.CSTNode) -> bool:

@@ -13,7 +13,10 @@ An opt-in test is read as written, through names assigned once (``flag_logic.bin
 ``args.X`` / ``opt.X`` with an ``add_argument("--X", action="store_true")`` (or no ``default``,
 or ``default=False``/``None``) in the file; ``args.X == "fp16"`` where ``--X``'s default is
 another string; a parameter of the enclosing function that defaults to False or None (the caller
-asks); ``a and b`` when either is opt-in, ``a or b`` when both are.
+asks); ``a and b`` when either is opt-in, ``a or b`` when both are. A switch of a config this
+file does not define (``cfg.common.fp16``, ``args.use_fp16`` of an OmegaConf YAML) is not read as
+opt-in by its name: Latte's sample config ships ``use_fp16: True`` (Vchitect/Latte#61, realbugs
+``latte_use_fp16_cpu``), fairseq's dataclass ``fp16: bool = False``.
 """
 
 from __future__ import annotations

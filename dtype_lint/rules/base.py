@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from dtype_lint.facts.deliberate import API_RULES, SETUP_RULES, expects_failure, is_test_file
+from dtype_lint.facts.deliberate import API_RULES, SETUP_RULES, expects_failure, in_precision_test, is_test_file
 from dtype_lint.findings import Confidence, Edit, Finding, Fix, Safety
 from dtype_lint.prefilter import TRIGGER_PATTERN
 
@@ -116,13 +116,15 @@ class Rule:
         if self.code not in API_RULES:
             # Tests exercise precision patterns on purpose (issue 14, cause 6): nothing inside an
             # expected failure, no precision set-up (the test's subject), one level less anywhere
-            # else in a test file.
+            # else in a test file, low in a test named for autocast, AMP, scalers or a half dtype.
             if expects_failure(self.ctx, node):
                 return
             if is_test_file(self.ctx.path):
                 if self.code in SETUP_RULES:
                     return
                 confidence = Confidence(max(Confidence.LOW, confidence - 1))
+                if in_precision_test(self.ctx, node):
+                    confidence = Confidence.LOW  # a test of autocast/AMP/scalers: the pattern is its subject
             if confidence == Confidence.LOW and self.code in SILENT_AT_LOW:
                 return
         position = self.ctx.position(node)

@@ -12,6 +12,7 @@ import libcst as cst
 
 from dtype_lint.facts.dtypes import FP32
 from dtype_lint.findings import Confidence
+from dtype_lint.facts.dtype_arguments import float32_callers
 from dtype_lint.project.results import dtype_parameters, follower, probe
 from dtype_lint.rules.base import Invalid, Rule
 from dtype_lint.rules.model_input import code
@@ -22,7 +23,9 @@ class DtypeParameterIgnored(Rule):
     Flags a tensor a function returns in float32 whatever dtype it is asked for, when the
     function takes a dtype parameter (`dtype=`, `dtype_override=`, `torch_dtype=`) that another
     tensor it returns with it follows: `pixel_values.to(dtype_override)` beside
-    `torch.zeros(batch, n)` without `dtype=`.
+    `torch.zeros(batch, n)` without `dtype=`. Low confidence when the function is called in its
+    own file and every such call asks for float32 (`self.prepare_latents(..., torch.float32,
+    ...)`, facts/dtype_arguments.py): the mix needs a caller elsewhere.
 
     ## Why is this bad?
     A caller that asks for bfloat16 (or float16) gets one tensor in that dtype and one in
@@ -60,6 +63,7 @@ class DtypeParameterIgnored(Rule):
     queries = (
         "what a function returns when the dtype flow runs it with its dtype parameter set to float16 and to bfloat16, and which returned tensor follows that parameter (project/results.py, running facts/flow/interpreter.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",
+        "the dtype the file's own calls of the function pass it (facts/dtype_arguments.py)",
     )
     # A dtype parameter is spelled ``dtype`` / ``precision`` or defaults to a dtype spelling.
     triggers = ("dtype", "precision", "float", "half", "double", "fp16", "bf16", "fp32")
@@ -108,13 +112,16 @@ class DtypeParameterIgnored(Rule):
             if not (inside[0] < made_at[0] and made_at[1] < inside[1]):
                 continue  # made in another function (a helper's result): reported there
             sibling = next(i for i, n in followed if n)
+            # the file's own calls all ask for float32: the mixed dtypes need a caller elsewhere
+            asked = float32_callers(self.ctx, node, names[0])
             self.report(
                 made,
                 f"`{code(self.ctx, made)}` is float32 whatever `{names[0]}` asks for, while item {sibling} of what "
                 f"`{node.name.value}()` returns takes `{names[0]}`: a caller asking for bfloat16 or float16 gets "
                 f"mixed dtypes (mat1 and mat2 must have the same dtype, but got Float and BFloat16); give it "
-                f"`dtype=` (or `.to({names[0]})`)",
-                confidence=Confidence.MEDIUM,
+                f"`dtype=` (or `.to({names[0]})`)"
+                + (f" (this file's calls of it, line {', '.join(map(str, asked))}, ask for float32)" if asked else ""),
+                confidence=Confidence.LOW if asked else Confidence.MEDIUM,
             )
 
     def _factory(self, call: cst.Call) -> bool:

@@ -85,7 +85,11 @@ class Fp16OnCpu(Rule):
     (`if args.fp16: dtype = torch.float16` with `--fp16` a `store_true` flag, a `half=False`
     parameter) on a device whose CPU is only the fallback of `"cuda" if
     torch.cuda.is_available() else "cpu"` is the user's choice and is not flagged; the same flag
-    with a `--device` that defaults to `cpu` is.
+    with a `--device` that defaults to `cpu` is. The fallback may be written as a statement: the
+    CPU assigned in the `else` of a test that needs CUDA and no opt-in switch (`use_cuda =
+    torch.cuda.is_available() and not args.cpu`; `if use_cuda: ... else: device = "cpu"`, also
+    on `self.device`): `--fp16` with `--cpu` is the user's combination. A switch of a config the
+    file does not define (`cfg.common.fp16`, Latte's YAML `use_fp16: True`) is not an opt-in.
 
     ## Why is this bad?
     CPUs have no float16 matmul or convolution kernels. torch 1.12 to 2.1 raise
@@ -119,7 +123,8 @@ class Fp16OnCpu(Rule):
     summary = "float16 model run on the CPU (no native float16 kernels there)"
     queries = (
         "the dtype flow: the dtype of the model that runs, and where it came from, a checkpoint of the project included (facts/dtypes.py, computed by facts/flow/interpreter.py; project/checkpoints.py)",
-        "the devices a device expression may name and where the model is placed (facts/devices.py)",
+        "the devices a device expression may name and where the model is placed, and whether the CPU is only the no-CUDA fallback or a switch the user turns on (facts/devices.py)",
+        "whether the float16 is the user's opt-in choice: a flag of the file off unless asked (facts/user_choice.py)",
         "the one expression a name is bound to, for the model a library loaded (facts/flag_logic.py `binding`)",
         "the file's calls, assignments and words (facts/training.py)",
         "what a dotted name really refers to through the file's imports and aliases (facts/names.py)",

@@ -43,10 +43,14 @@ SENSITIVE = {
     "expm1": ((FP16,), "expm1 overflows float16 above 11.09"),
     "pow": ((FP16,), "squares overflow float16 above 256 and flush to 0 below 2.4e-4"),
     "square": ((FP16,), "squares overflow float16 above 256 and flush to 0 below 2.4e-4"),
-    "var": ((FP16,), "a variance above 65504 (|x| > 256) is inf in float16"),
-    "std": ((FP16,), "the variance overflows float16 for |x| > 256"),
-    "var_mean": ((FP16,), "a variance above 65504 is inf in float16"),
-    "std_mean": ((FP16,), "the variance overflows float16 for |x| > 256"),
+    # torch reduces these in float32 and rounds the result (torch's generated semantics: on a
+    # 4096-element float16 input with |x| <= 64, torch.var stays finite where torch.masked.var,
+    # which sums explicit squares, overflows): only a spread of activations above 256 makes the
+    # variance inf, and std is inf only past 65504. Low confidence (REDUCED_IN_FLOAT32).
+    "var": ((FP16,), "the variance, reduced in float32 but returned in float16, is inf for a spread above 256"),
+    "std": ((FP16,), "the result is returned in float16 (torch reduces it in float32)"),
+    "var_mean": ((FP16,), "the variance, reduced in float32 but returned in float16, is inf for a spread above 256"),
+    "std_mean": ((FP16,), "the result is returned in float16 (torch reduces it in float32)"),
     "softmax": ((FP16,), "its scores may hold -inf (a float16 mask overflow), and a row of -inf gives NaN probabilities"),
     "log_softmax": ((FP16,), "float16 log-probabilities lose precision"),
     "prod": ((FP16,), "products overflow float16 quickly"),
@@ -78,7 +82,12 @@ class LowpSensitiveOp(Rule):
     LayerNorm, facebookresearch/ConvNeXt#71), run after the cast outside autocast, is reported
     at the cast too (besides the norm's op, where the flow reaches it): `net.half()` is where
     that choice was made, and the cast model may also run in float32 first (a reference pass),
-    which leaves the op's own finding at low confidence. Ops given
+    which leaves the op's own finding at low confidence. `var`/`std` (and a norm whose statistics
+    are only those, at the cast) are low confidence: torch reduces them in float32 and rounds the
+    result (its generated semantics: `torch.var` of a 4096-element float16 input stays finite
+    where `torch.masked.var`, summing explicit squares, overflows), so the variance is inf only
+    for a spread of activations above 256, not for one activation 256 away from the mean as
+    explicit squares are (autocast leaves `var`/`std` in float16 for the same reason). Ops given
     `dtype=torch.float32`, the numerically stable `exp(x - x.max(...))` and `exp(log_softmax)`,
     the exp of a learned scalar (CLIP's `self.logit_scale = nn.Parameter(torch.ones([]) *
     np.log(1 / 0.07))`: one temperature that training keeps near its start, clamped to log(100)),
@@ -206,6 +215,16 @@ class LowpSensitiveOp(Rule):
                 continue
             seen.add(id(cast.node))
             name, op = found
+            # ``x.var()``/``x.std()``: torch reduces a float16 input in float32 and rounds only the
+            # result, so no activation is squared in float16; the variance overflows only for a
+            # spread of activations above 256 (explicit squares, ``(x - u).pow(2)``, for one
+            # activation 256 away from the mean). Low at the cast: whether a model's activations
+            # spread that far is its own; the op's finding, where the flow reaches it, stays.
+            reduced = isinstance(op, cst.Call) and isinstance(op.func, cst.Attribute) \
+                and op.func.attr.value in REDUCED_IN_FLOAT32
+            overflow = ("the variance, reduced in float32 but returned in float16, is inf for a spread of"
+                        " activations above 256" if reduced else
+                        "the squares of activations above 256 overflow to inf")
             # reported at the cast even where the flow also reached the norm's op: the cast is the
             # caller's choice (a float32 model under autocast fixes it there), the op the norm's
             # author's; and the op's own finding is low confidence (hidden) where the forward also
@@ -214,10 +233,10 @@ class LowpSensitiveOp(Rule):
                 cast.node,
                 f"this casts `{cast.target}` to float16, and it holds `{name}`, a hand-written norm whose statistics"
                 f" (`{self.ctx.code_for(op).strip()}`, line {self.ctx.position(op).start.line}) are then computed in"
-                " float16: the squares of activations above 256 overflow to inf and the normalised output is NaN or"
+                f" float16: {overflow} and the normalised output is NaN or"
                 " wrong; compute the norm in float32 (`x.float()` inside it, cast back at the end), or keep the model"
                 " float32 under autocast",
-                confidence=Confidence.MEDIUM,
+                confidence=Confidence.LOW if reduced else Confidence.MEDIUM,
             )
 
     def _cast_float16(self, tensor: cst.BaseExpression) -> bool:
@@ -250,6 +269,8 @@ class LowpSensitiveOp(Rule):
             return
         if autocast_enabled_at(self.ctx, node) and self._autocast_runs_in_float32(op, node):
             return
+        if op in REDUCED_IN_FLOAT32:
+            confidence = Confidence.LOW  # no square is taken in float16; a spread above 256 is the model's
         dtype = next(d for d in risky if value.may_be(d))
         message = (
             f"`{spelled}` on `{self.ctx.code_for(tensor).strip()}`, which is {explain(value, dtype)}, "
@@ -276,12 +297,16 @@ class LowpSensitiveOp(Rule):
 
 NORM_CLASS = re.compile(r"norm", re.IGNORECASE)
 STATISTICS = frozenset({"pow", "square", "var", "std", "var_mean", "std_mean"})
+# Reductions torch computes in float32 for a float16 input (ATen's accumulate type), rounding
+# only the result: a hand-written norm built on them squares nothing in float16.
+REDUCED_IN_FLOAT32 = frozenset({"var", "std", "var_mean", "std_mean"})
 UPCASTS = re.compile(r"\.float\(\)|float32|\.double\(\)|dtype=torch\.float")
 
 
 def _handwritten_norms(ctx) -> dict[str, cst.CSTNode]:
     """Classes of this file named like a norm whose ``forward`` computes statistics (a power of 2
-    or more, a variance) with no float32 upcast anywhere in it: class name -> that op."""
+    or more, a variance) with no float32 upcast anywhere in it: class name -> that op (an
+    explicit square rather than a variance, which torch reduces in float32)."""
     found: dict[str, cst.CSTNode] = {}
     for node in ctx.all_nodes:
         if not isinstance(node, cst.ClassDef) or not NORM_CLASS.search(node.name.value):
@@ -301,6 +326,9 @@ def _handwritten_norms(ctx) -> dict[str, cst.CSTNode]:
                     value = number(ctx, exponent.value) if exponent is not None else None
                     if value is None or value.value < 2:
                         continue
+                if inner.func.attr.value in REDUCED_IN_FLOAT32:
+                    found.setdefault(node.name.value, inner)  # an explicit square later in forward wins
+                    continue
                 found[node.name.value] = inner
                 break
     return found

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
+from dtype_lint.facts.lowp_spelled import runs_low_precision
 from dtype_lint.facts.sibling_casts import uncast_sibling
 from dtype_lint.facts.wrapped_modules import wrapped_parameter
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
@@ -22,8 +23,6 @@ from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid
 from dtype_lint.rules.numerics_ops import FACTORIES, CombiningRule, _is_float_literal, _zero_dim
 
-# A float16/bfloat16 spelling anywhere in the file: the file runs something in low precision.
-_LOWP_WORDS = ("float16", "bfloat16", "half", "fp16", "bf16", "autocast")
 # Attributes only a tensor has: a parameter read this way is a tensor, not a scalar option.
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "size", "ndim", "dim", "new_zeros", "new_ones", "unsqueeze", "view", "reshape"})
 
@@ -84,7 +83,9 @@ class DtypeAgnosticFactory(CombiningRule):
     Unsafe: it adds `dtype=<parameter>.dtype`, so the factory's values are drawn or rounded in
     the parameter's dtype. Reported at medium confidence, only for arithmetic (`+ - * /`, which
     implies floating data, unlike `cat` of int masks) in the `forward` of an `nn.Module` defined
-    in a file that itself runs low precision (a float16/bfloat16 spelling or autocast); anywhere
+    in a file that itself runs low precision (a float16/bfloat16 spelling or autocast, outside
+    comparisons, comments and docstrings: `dtype == torch.float16` tests a dtype, it does not run
+    one; facts/lowp_spelled.py); anywhere
     else the parameter may always be float32, and the rule is silent. A tensor the flow knows is
     low precision is DTL508's.
     """
@@ -98,6 +99,7 @@ class DtypeAgnosticFactory(CombiningRule):
         "a module that wraps an already built module, whose own new parameters are float32 (facts/wrapped_modules.py)",
         "an owner's tensor read uncast beside its sibling cast to a followed tensor's dtype (facts/sibling_casts.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
+        "whether the file itself runs low precision: a float16/bfloat16/autocast spelling outside comparisons, comments and docstrings (facts/lowp_spelled.py)",
     )
     fix_safety = Safety.UNSAFE
     # a factory, or (facts/sibling_casts.py) a cast to a followed tensor's `.dtype`
@@ -341,8 +343,7 @@ class DtypeAgnosticFactory(CombiningRule):
     def _runs_low_precision(self, function: cst.FunctionDef) -> bool:
         if function.name.value != "forward" or not isinstance(self.ctx.enclosing(function, cst.ClassDef), cst.ClassDef):
             return False
-        text = self.ctx.text
-        return any(word in text for word in _LOWP_WORDS)
+        return runs_low_precision(self.ctx)
 
     def _fix(self, factory: cst.Call, parameter: str) -> Fix:
         last = factory.args[-1]

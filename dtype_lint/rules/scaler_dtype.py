@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from dtype_lint.facts import adapters, branch_conditions, config_values, flag_logic, precision_sources
+from dtype_lint.facts import adapters, branch_conditions, config_values, flag_logic, launch_scripts, precision_sources
 from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
@@ -63,6 +63,8 @@ def _scaler_phrase(ctx, scaler: cst.Call) -> str:
 # Calls that hand a model to a framework, by the framework whose precision source drives them.
 # Calls that load or cast a module to a dtype (the place a float16 trained model is made).
 FP16_CASTS = frozenset({"from_pretrained", "to", "half", "type"})
+# A precision source set on the command line: "`--fp16` on the command line" (facts/precision_sources.py).
+COMMAND_LINE_FLAG = re.compile(r"`--([A-Za-z0-9_-]+)` on the command line")
 # Frameworks whose fp16 mode makes a GradScaler that unscales the gradients of what they train.
 SCALING_FRAMEWORKS = frozenset({"transformers", "accelerate", "lightning"})
 TRAINS_MODEL = {"Trainer": "transformers", "Seq2SeqTrainer": "transformers", "SFTTrainer": "transformers",
@@ -102,7 +104,10 @@ class ScalerWithBf16(Rule):
     dtype flow knows is bfloat16 is flagged too (`model = model.to(getattr(torch,
     cfg.backbone_dtype))` with `backbone_dtype="bfloat16"` in a config object, h2o-llmstudio#628):
     bf16 parameters have bf16 gradients. `enabled=` read from a config setting that is true in
-    every config file counts as enabled.
+    every config file counts as enabled. A bfloat16 model under `--fp16` on the command line
+    (`HfArgumentParser` over `TrainingArguments`) is low confidence when the project's shell
+    scripts launch the file and none of their commands passes `--fp16` (InternVL's all pass
+    `--bf16 True`; facts/launch_scripts.py): the scaler needs a user who changes those launches.
 
     ## Why is this bad?
     bf16 has float32's exponent range: its gradients do not underflow, so scaling them buys
@@ -141,6 +146,7 @@ class ScalerWithBf16(Rule):
         "the values of settings read from config files and objects (facts/config_values.py) and what a flag expression is when another flag holds (facts/flag_logic.py)",
         "the dtype flow: the dtype of the parameters each optimizer steps and of the model handed to a framework, also as the project pass seeds it (facts/dtypes.py, computed by facts/flow/interpreter.py; facts/flow/seeding.py)",
         "the autocast dtypes of the file (facts/amp.py, facts/training.py)",
+        "the flags the project's shell scripts pass when they launch the file (facts/launch_scripts.py)",
     )
     fix_safety = Safety.UNSAFE
     # A GradScaler construction, and a bf16 autocast region (the word "autocast") or bf16
@@ -268,19 +274,29 @@ class ScalerWithBf16(Rule):
             # the setting that makes the scaler, where the fix changes it: chosen at run time, or
             # written in the file (``TrainingArguments(fp16=True)``); else the training call
             anchor = source.setting or source.written or call
+            confidence = Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM
+            launched = ""
             if source.effect.conditional and source.setting is None:
                 # Set on the command line: the fix is the hard-coded bf16 cast (follow the arguments).
                 origin = value.origin_of("bf16")
                 if origin is not None and self._only_without_fp16_flag(origin.node):
                     continue  # bf16 only where --fp16 is off: never trained with the fp16 scaler
                 anchor = origin.node if origin is not None else call
+                flag = COMMAND_LINE_FLAG.match(source.description)
+                found = launch_scripts.launches(self.ctx) if flag else None
+                if found and not any(launch.asks(flag.group(1)) for launch in found):
+                    # every launch the project ships leaves the flag off (InternVL's scripts all
+                    # pass --bf16 True): the scaler needs a user who changes them
+                    confidence = Confidence.LOW
+                    launched = (f"; the project's {len(found)} launch command(s) of this script ({found[0].where}"
+                                f"{', ...' if len(found) > 1 else ''}) never pass `--{flag.group(1)}`")
             self.report(
                 anchor,
                 f"`{self.ctx.code_for(model)}` is {value.describe()} {value.since('bf16')} and `{call_name(call)}`"
                 f" (line {_line(self.ctx, call)}) trains it with {source.description}, which makes a GradScaler:"
                 " CUDA cannot unscale bf16 gradients (\"_amp_foreach_non_finite_check_and_unscale_cuda\" not"
-                " implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32",
-                confidence=Confidence.HIGH if value.dtype == "bf16" and not source.effect.conditional else Confidence.MEDIUM,
+                f" implemented for 'BFloat16'); train bf16 with the bf16 setting, or load the model in float32{launched}",
+                confidence=confidence,
             )
 
     def _only_without_fp16_flag(self, node: cst.CSTNode | None) -> bool:
