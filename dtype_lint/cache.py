@@ -135,16 +135,19 @@ class Cache:
         in_use = [sibling.settings_folder for sibling in self._siblings.values()]
         cache_store.prune(self.directory, self.generation, in_use)
 
-    def _key(self, display_path: str, data: bytes) -> str:
+    def _key(self, display_path: str, data: bytes, outside: str = "") -> str:
         content = hashlib.sha256(data).hexdigest()
+        if outside:  # what other files of the project say of this one (its launch scripts)
+            content += ":" + hashlib.sha256(outside.encode()).hexdigest()
         return f"{self.namespace}:{content}:{display_path}"
 
-    def load(self, display_path: str, data: bytes):
-        """The cached FileReport for these bytes, or None (missing, stale, corrupt or implausible entry)."""
+    def load(self, display_path: str, data: bytes, outside: str = ""):
+        """The cached FileReport for these bytes, or None (missing, stale, corrupt or implausible
+        entry). ``outside``: what else the report depends on, as text (launch_scripts.cache_key)."""
         from dtype_lint.engine import FileReport
 
         entry = self._read(self._entry_path(display_path), ("key", "file", "findings", "summary"))
-        if entry is None or entry["key"] != self._key(display_path, data):
+        if entry is None or entry["key"] != self._key(display_path, data, outside):
             return None
         shape = _FileShape(display_path, data)
         findings = _findings_from_json(entry["findings"], shape)
@@ -156,13 +159,13 @@ class Cache:
         lines = shape.lines if findings else None
         return FileReport(path=display_path, findings=findings, internal_errors=[], lines=lines, summary=summary)
 
-    def store(self, display_path: str, data: bytes, report, source: str | None = None) -> None:
+    def store(self, display_path: str, data: bytes, report, source: str | None = None, outside: str = "") -> None:
         """Record a report; reports with internal errors are not cached (they are retried).
         ``source``: the file's path on disk (the display path when not given)."""
         if report.internal_errors:
             return
         entry = {
-            "key": self._key(display_path, data),
+            "key": self._key(display_path, data, outside),
             "file": os.path.abspath(source or display_path),  # gone: the entry is pruned (cache_store)
             "findings": [_finding_to_json(finding) for finding in report.findings],
             "summary": report.summary,

@@ -15,6 +15,7 @@ import libcst as cst
 from dtype_lint.ast_children import child_nodes
 from dtype_lint.config import Settings
 from dtype_lint.errors import describe
+from dtype_lint.facts import launch_scripts
 from dtype_lint.findings import Confidence, Finding, sort_findings
 from dtype_lint.memory import REPARSE_FOR_SUMMARY, RETURN_FREED_MEMORY, cyclic_gc_paused, return_freed_memory
 from dtype_lint.parsing import parse_in_slices, statement_starts
@@ -357,12 +358,14 @@ def check_file(
     if cache is not None:
         cache = cache.for_settings(settings)
     try:
-        cached = cache.load(display_path, data) if cache is not None else None
+        # the findings also depend on how the project's shell scripts launch the file
+        launched = launch_scripts.cache_key(settings, display_path) if cache is not None else ""
+        cached = cache.load(display_path, data, launched) if cache is not None else None
         if cached is not None and (cached.summary is not None or not summarize or display_path.endswith(".ipynb")):
             return cached
         report = check_bytes(data, display_path, settings, prefilter=prefilter, summarize=summarize)
         if cache is not None:
-            cache.store(display_path, data, report, fs_path)
+            cache.store(display_path, data, report, fs_path, launched)
         return report
     except Exception as error:  # noqa: BLE001 - reported, never a traceback
         return FileReport(

@@ -94,3 +94,43 @@ def test_flags_of_a_launch_command(tmp_path):
     assert [(launch.flags, launch.open, launch.where) for launch in found] == [
         ((("a", "1"), ("b", "2"), ("c", None), ("d", "False")), False, "run.sh:1")]
     assert found[0].asks("c") and not found[0].asks("d") and not found[0].asks("fp16")
+
+
+def test_scripts_that_are_not_regular_files_are_skipped_without_blocking(tmp_path):
+    # a checkout may hold a symlink named *.sh to a device or outside the tree, or a FIFO: the walk
+    # must neither block on it nor read without end; a regular script beside them is still read
+    import os
+    import stat
+
+    train = _project(tmp_path, {"shell/b.sh": BF16_LAUNCH})
+    os.symlink("/dev/zero", tmp_path / "shell" / "zero.sh")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.sh"
+    outside.write_text(BF16_LAUNCH.replace("--bf16 True", "--fp16 True"))
+    os.symlink(outside, tmp_path / "shell" / "outside.sh")
+    os.mkfifo(tmp_path / "shell" / "pipe.sh")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "shell" / "pipe.sh").st_mode)
+    launch_scripts._launches_under.cache_clear()
+    found = launch_scripts._launches_under(str(tmp_path))[str(train)]
+    assert [launch.where for launch in found] == ["shell/b.sh:4"]  # not the outside script's --fp16
+
+
+def test_a_changed_launch_script_invalidates_the_cached_report(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from dtype_lint.cache import DIRECTORY_NAME
+
+    _project(tmp_path, {"shell/a.sh": BF16_LAUNCH})
+
+    def codes():
+        run = subprocess.run([sys.executable, "-m", "dtype_lint", "check", "--select", "DTL301", "--format", "json",
+                              "internvl"], cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode in (0, 1), run.stderr
+        return [finding["code"] for finding in json.loads(run.stdout)]
+
+    assert codes() == []  # every launch passes --bf16: low, not reported at the default
+    assert (tmp_path / DIRECTORY_NAME).is_dir()  # the run used a cache
+    assert codes() == []  # from the cache
+    (tmp_path / "shell" / "a.sh").write_text(BF16_LAUNCH.replace("--bf16 True", "--fp16 True"))
+    assert codes() == ["DTL301"]  # the script changed, the file did not: checked again

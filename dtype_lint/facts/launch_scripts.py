@@ -18,8 +18,10 @@ flags are the words after that one: ``--name value``, ``--name=value``, or ``--n
 command's flags are open (``Launch.open``).
 
 Only a file that exists on disk inside the root is looked up (a text checked alone has no
-launchers). The scripts are read once per root per process; a report cached for a file is not
-invalidated by a change to a script alone (``--no-cache`` re-reads them).
+launchers). The scripts are read once per root per process, as untrusted files (tree_files: a
+symlink, a FIFO or a device named ``*.sh`` is skipped, never followed or opened to block). What
+they say of a file is part of its cache key (``cache_key``): a report cached for a file is
+checked again when a script that launches it changes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import functools
 import os
 import re
 import shlex
+
+from dtype_lint.tree_files import read_regular_file
 
 MAX_BYTES = 256 * 1024
 MAX_SCRIPTS = 2000
@@ -65,12 +69,22 @@ class Launch:
 def launches(ctx) -> list[Launch] | None:
     """The commands of the project's shell scripts that run the file of ``ctx``; None when the
     file is not on disk inside the root or no script runs it."""
-    root = os.path.abspath(getattr(ctx.settings, "root", None) or ".")
-    path = os.path.abspath(ctx.path)
+    found = _launches_of(getattr(ctx.settings, "root", None), ctx.path)
+    return list(found) if found else None
+
+
+def cache_key(settings, path: str) -> str:
+    """What the scripts say of the file at ``path``, as text for its cache key ('' for nothing)."""
+    found = _launches_of(getattr(settings, "root", None), path)
+    return repr(found) if found else ""
+
+
+def _launches_of(root: str | None, path: str) -> tuple[Launch, ...] | None:
+    root = os.path.abspath(root or ".")
+    path = os.path.abspath(path)
     if not os.path.isfile(path) or os.path.commonpath([root, path]) != root:
         return None
-    found = _launches_under(root).get(path)
-    return list(found) if found else None
+    return _launches_under(root).get(path)
 
 
 @functools.lru_cache(maxsize=64)
@@ -78,13 +92,10 @@ def _launches_under(root: str) -> dict[str, tuple[Launch, ...]]:
     """Python file (absolute) -> the commands that run it, for every script under ``root``."""
     by_file: dict[str, list[Launch]] = {}
     for script in _scripts(root):
-        try:
-            if os.path.getsize(script) > MAX_BYTES:
-                continue
-            with open(script, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
+        data = read_regular_file(script, MAX_BYTES, follow_symlinks=False)
+        if data is None:
+            continue  # too big, or not a regular file of the tree
+        text = data.decode("utf-8", errors="replace")
         display = os.path.relpath(script, root)
         bases = _bases(os.path.dirname(script), root)
         for line, words in _commands(text):
