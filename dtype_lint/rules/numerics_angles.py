@@ -55,6 +55,9 @@ class LowpRotaryAngle(Rule):
     - it is such an autocast op in a module's `forward`, with no autocast region around it: it
       runs in the autocast dtype whenever the module is called under autocast (mixed-precision
       training, accelerate, Lightning), since `.float()` on the operands does not stop autocast.
+      Not when the product sits under an `if` of the `forward` (a rotary cache rebuilt when a
+      longer sequence arrives, built first in `__init__` outside autocast): whether that runs,
+      and under what, depends on the inputs.
 
     Not flagged: a product inside `with torch.autocast(..., enabled=False)` (any `with` or
     decorator that names autocast or `custom_fwd`), `*`/`outer` of float32 operands under
@@ -196,7 +199,8 @@ class LowpRotaryAngle(Rule):
             if policy == "lower":
                 dtype = AUTOCAST_DTYPES.get(region.effective_dtype or "")
                 dtypes = (dtype,) if dtype else (BF16, FP16)
-                return dtypes, "autocast runs it in the low dtype (the region around it), whatever its operands' dtype"
+                when = "" if region.enabled is True else " when enabled"
+                return dtypes, f"the autocast region around it runs it in the low dtype{when}, whatever its operands' dtype"
         value = self.ctx.flow.value_of(node)
         if value is not None and value.dtypes and value.only(FP16, BF16):
             if self._low_positions(operands):
@@ -219,6 +223,10 @@ class LowpRotaryAngle(Rule):
         """``node`` is in a module's ``forward``, with no autocast region the flow knows around it."""
         function = self.ctx.enclosing(node, cst.FunctionDef)
         if function is None or function.name.value != "forward" or self.ctx.enclosing(function, cst.ClassDef) is None:
+            return False
+        if isinstance(self.ctx.enclosing(node, cst.If, cst.FunctionDef), cst.If):
+            # ``if seq_len > self.max_seq_len_cached:`` rebuilding a cache that ``__init__`` built
+            # outside any autocast: whether it ever runs, and under what, depends on the inputs
             return False
         return not self.ctx.flow.autocast_stack_at(node)
 
