@@ -11,7 +11,7 @@ function at a time:
 
 * ``position_source(ctx, expr)``: the positions or frequencies an operand is built from, a
   ``torch.arange``/``linspace`` reached through names, arithmetic, shape ops and casts, or a
-  name that says positions (``position_ids``, ``positions``, ``pos``, ``timesteps``);
+  name that says positions (``position_ids``, ``positions``, ``pos``);
 * ``angle_consumer(ctx, node, data)``: the consumer (``cos``, ``sin``, ``polar``...) that the
   value of ``node`` reaches in its function, through assignments and calls around it;
 * ``autocast_guarded(ctx, node)``: a ``with ...autocast...`` or an autocast/``custom_fwd``
@@ -31,10 +31,10 @@ from dtype_lint.facts.numerics import facts
 if TYPE_CHECKING:
     from dtype_lint.context import FileContext
 
-# Names that say positions or time steps: integer-valued, up to a sequence length or 1000 steps.
-POSITION_NAME = re.compile(
-    r"^(position_ids|pos_ids|positions?|pos|timesteps?|seq_idx|seq_ids|position_index|pos_seq|time_steps)$",
-    re.IGNORECASE)
+# Names that say token positions: integer-valued, up to a sequence length. Not ``timesteps``:
+# a flow-matching time lies in [0, 1] (a diffusion step's arange-made frequencies still count).
+POSITION_NAME = re.compile(r"^(position_ids|pos_ids|positions?|pos|seq_idx|seq_ids|position_index|pos_seq)$",
+                           re.IGNORECASE)
 SOURCES = frozenset({"torch.arange", "torch.linspace"})
 # Calls whose result carries their receiver's or first argument's values (shape, cast, arithmetic).
 CARRIERS = frozenset({

@@ -45,7 +45,8 @@ class LowpRotaryAngle(Rule):
     `pos * freq`), when it runs in float16 or bfloat16 and its result reaches `cos`, `sin` or
     `polar` in the same function. One operand must be positions or frequencies: built from
     `torch.arange`/`linspace` (through names, arithmetic, shape ops and casts) or named
-    `position_ids`, `positions`, `pos`, `timesteps`. The product runs in a low dtype when:
+    `position_ids`, `positions`, `pos` (not `timesteps`: a flow-matching time lies in [0, 1]).
+    The product runs in a low dtype when:
     - it is an op CUDA autocast runs in the low dtype (`@`, `matmul`, `einsum`, `bmm`: torch's
       autocast lists in the semantics data) inside an enabled autocast region the dtype flow
       knows, even when its operands were made float32 with `.float()`;
@@ -60,8 +61,9 @@ class LowpRotaryAngle(Rule):
       and under what, depends on the inputs.
 
     Not flagged: a product inside `with torch.autocast(..., enabled=False)` (any `with` or
-    decorator that names autocast or `custom_fwd`), `*`/`outer` of float32 operands under
-    autocast (autocast leaves them float32), products whose dtype is unknown, and products whose
+    decorator that names autocast or `custom_fwd`), in an autocast region whose dtype is float32
+    or not readable, `*`/`outer` of float32 operands under autocast (autocast leaves them
+    float32), products whose dtype is unknown, and products whose
     value never reaches a consumer that amplifies its argument's rounding (the semantics data's
     `rounding`: `cos`, `sin`, `polar`, `tan`...).
 
@@ -198,7 +200,11 @@ class LowpRotaryAngle(Rule):
             policy = data.autocast_policy(op, region.device if region.device in ("cpu", "cuda") else "cuda")
             if policy == "lower":
                 dtype = AUTOCAST_DTYPES.get(region.effective_dtype or "")
-                dtypes = (dtype,) if dtype else (BF16, FP16)
+                if dtype is None:
+                    # ``torch.autocast(device, torch.float32)`` (mochi's "always run rope in fp32"),
+                    # or a dtype the analysis cannot read: not known to be low
+                    return None
+                dtypes = (dtype,)
                 when = "" if region.enabled is True else " when enabled"
                 return dtypes, f"the autocast region around it runs it in the low dtype{when}, whatever its operands' dtype"
         value = self.ctx.flow.value_of(node)
