@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dtype_lint.facts.angles import angle_consumer, autocast_guarded, plain_positions, position_source
+from dtype_lint.facts.angles import POSITION_NAME, angle_consumer, autocast_guarded, plain_positions, position_source
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.followed import condition, followed_low
 from dtype_lint.facts.numerics import BF16, FP16, number
@@ -52,7 +52,9 @@ class LowpRotaryAngle(Rule):
       knows, even when its operands were made float32 with `.float()`;
     - the dtype flow knows the result is float16/bfloat16 (operands cast to a low dtype);
     - the function follows an input's dtype (`torch.arange(..., dtype=x.dtype)` times `x`): the
-      finding then says "when `x` is float16/bfloat16";
+      finding then says "when `x` is float16/bfloat16"; not when that input is the positions
+      themselves (`rope(pos, ...)` with `dtype=pos.dtype`: low only where a caller made its
+      positions low, which DTL506 reports);
     - it is such an autocast op in a module's `forward`, with no autocast region around it: it
       runs in the autocast dtype whenever the module is called under autocast (mixed-precision
       training, accelerate, Lightning), since `.float()` on the operands does not stop autocast.
@@ -217,7 +219,9 @@ class LowpRotaryAngle(Rule):
             return None
         if value is None or not value.dtypes:
             followed = followed_low(self.ctx, node)
-            if followed is not None:
+            if followed is not None and not POSITION_NAME.match(getattr(followed[1], "name", "") or ""):
+                # (a function following its positions' own dtype is low only where its caller's
+                # positions are, which DTL506 reports where they are made)
                 return (BF16, FP16), condition(followed[1])
         # float32 operands do not keep an autocast op in float32: only disabling autocast does
         if self._ambient_forward(node) and data.autocast_policy(op, "cuda") == "lower":
