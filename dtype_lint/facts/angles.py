@@ -9,9 +9,11 @@ amplify their argument's rounding so, and from what magnitude, is torch data
 autocast runs in the low dtype is too (``amp``). This module answers the syntactic part, in one
 function at a time:
 
-* ``position_source(ctx, expr)``: the positions or frequencies an operand is built from, a
-  ``torch.arange``/``linspace`` reached through names, arithmetic, shape ops and casts, or a
-  name that says positions (``position_ids``, ``positions``, ``pos``);
+* ``position_source(ctx, expr)``: the positions or growing frequencies an operand is built
+  from, a ``torch.arange``/``linspace`` reached through names, arithmetic, shape ops and casts
+  (not through ``exp``, a reciprocal or a negative power: inverse frequencies are at most 1, the
+  angle's size is then the other operand's, unknown), or a name that says positions
+  (``position_ids``, ``positions``, ``pos``);
 * ``angle_consumer(ctx, node, data)``: the consumer (``cos``, ``sin``, ``polar``...) that the
   value of ``node`` reaches in its function, through assignments and calls around it;
 * ``autocast_guarded(ctx, node)``: a ``with ...autocast...`` or an autocast/``custom_fwd``
@@ -40,7 +42,7 @@ SOURCES = frozenset({"torch.arange", "torch.linspace"})
 CARRIERS = frozenset({
     "float", "double", "half", "bfloat16", "to", "type", "type_as", "expand", "expand_as", "view", "reshape",
     "unsqueeze", "squeeze", "repeat", "repeat_interleave", "contiguous", "flatten", "transpose", "permute", "t",
-    "pow", "exp", "mul", "div", "outer", "ger", "einsum", "matmul", "cat", "stack", "clone", "detach", "cuda",
+    "pow", "mul", "outer", "ger", "einsum", "matmul", "cat", "stack", "clone", "detach", "cuda",
 })
 TAINT_DEPTH = 12
 # Ops that take an angle (the role); whether rounding the angle to a low dtype hurts them, and
@@ -75,6 +77,10 @@ def position_source(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0
     if isinstance(expr, cst.Subscript):
         return position_source(ctx, expr.value, depth + 1)
     if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Divide):
+            return position_source(ctx, expr.left, depth + 1)  # ``1.0 / base ** x``: at most 1
+        if isinstance(expr.operator, cst.Power) and isinstance(expr.right, cst.UnaryOperation):
+            return None  # ``base ** -x``: inverse frequencies, at most 1
         return position_source(ctx, expr.left, depth + 1) or position_source(ctx, expr.right, depth + 1)
     if isinstance(expr, cst.UnaryOperation):
         return position_source(ctx, expr.expression, depth + 1)

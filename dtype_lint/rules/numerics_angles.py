@@ -31,6 +31,8 @@ def _constant(ctx, expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(expr, cst.Attribute) and expr.attr.value in ("pi", "e", "tau"):
         return True
+    if isinstance(expr, cst.Call) and next(iter(ctx.names.qualified_names(expr.func)), "").startswith("math."):
+        return True  # ``math.log(max_period)``: a Python float
     if isinstance(expr, cst.BinaryOperation):
         return _constant(ctx, expr.left) and _constant(ctx, expr.right)
     if isinstance(expr, cst.UnaryOperation):
@@ -163,6 +165,8 @@ class LowpRotaryAngle(Rule):
             return
         if any(_constant(self.ctx, operand) for operand in operands):
             return  # a frequency scaled by a constant (``freqs * 2 * math.pi``): not yet the angle
+        if self._exponent(node):
+            return  # ``exp(arange(...) * -c)``: makes inverse frequencies, not angles
         source = next((found for operand in operands if (found := position_source(self.ctx, operand)) is not None), None)
         if source is None:
             return
@@ -178,6 +182,18 @@ class LowpRotaryAngle(Rule):
             # than the ``arange(...) * scale`` that made ``freqs``): kept until the module is left
             self._found.setdefault(id(consumer[0]), []).append((node, source, dtype, why, consumer))
             return
+
+    def _exponent(self, node: cst.CSTNode) -> bool:
+        """``node`` is (inside) the argument of an ``exp`` in its statement."""
+        current = self.ctx.parent(node)
+        while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            if isinstance(current, cst.Call):
+                name = next(iter(self.ctx.names.qualified_names(current.func)), None) or (
+                    current.func.attr.value if isinstance(current.func, cst.Attribute) else "")
+                if name.rsplit(".", 1)[-1] in ("exp", "exp2", "pow"):
+                    return True
+            current = self.ctx.parent(current)
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         self._found: dict[int, list] = {}
