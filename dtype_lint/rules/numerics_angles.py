@@ -45,8 +45,10 @@ class LowpRotaryAngle(Rule):
     Flags the product that makes rotary or sinusoidal angles, positions times frequencies
     (`torch.outer(t, inv_freq)`, `inv_freq @ position_ids`, `einsum("i,j->ij", t, freqs)`,
     `pos * freq`), when it runs in float16 or bfloat16 and its result reaches `cos`, `sin` or
-    `polar` in the same function. One operand must be positions or frequencies: built from
-    `torch.arange`/`linspace` (through names, arithmetic, shape ops and casts) or named
+    `polar` in the same function. One operand must be positions or growing frequencies: built
+    from `torch.arange`/`linspace` (through names, arithmetic, shape ops and casts, but not
+    through `exp`, a reciprocal or a negative power, which make inverse frequencies of at most
+    1: the angle's size is then the other operand's, unknown), or named
     `position_ids`, `positions`, `pos` (not `timesteps`: a flow-matching time lies in [0, 1]).
     The product runs in a low dtype when:
     - it is an op CUDA autocast runs in the low dtype (`@`, `matmul`, `einsum`, `bmm`: torch's
