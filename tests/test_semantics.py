@@ -246,6 +246,25 @@ def test_exp_overflows_half():
     assert fact is not None and fact.how == "overflow" and fact.autocast
 
 
+def test_angles_lose_their_phase_in_low_precision():
+    """The ``rounding`` fact against a live torch: an angle rounded to bfloat16/float16 (positions
+    x frequencies) moves cos by far more than the tolerance; mul keeps the relative error."""
+    angles = torch.outer(torch.arange(4096.0), 1.0 / 10000 ** (torch.arange(0, 64, 2).float() / 64))
+    for code, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        error = float((angles.to(dtype).float().cos() - angles.cos()).abs().max())
+        assert error > 0.5, code  # the phase is gone at 4096 positions (bfloat16 2.0, float16 0.96)
+        scale = DATA.rounding_scale("torch.cos", code)
+        assert scale is not None and scale <= 256
+        assert DATA.rounding_scale("Tensor.sin", code) == DATA.rounding_scale("torch.sin", code)
+    rotations = torch.polar(torch.ones(2), torch.tensor([4095.0, 4097.0]).bfloat16().float())
+    assert bool(rotations[0] == rotations[1])  # two positions, one rotation
+    assert DATA.rounding_scale("torch.polar", "bf16") is not None
+    assert DATA.rounding_scale("torch.mul", "bf16") is None and DATA.rounding_scale("torch.add", "fp16") is None
+    # autocast on CUDA runs the angle's matmul/einsum in the low dtype, not outer or mul
+    assert DATA.autocast_policy("torch.einsum") == DATA.autocast_policy("Tensor.__matmul__") == "lower"
+    assert DATA.autocast_policy("torch.outer") is None and DATA.autocast_policy("torch.mul") is None
+
+
 def test_dtype_constants():
     for name in ("torch.float16", "torch.half", "torch.bfloat16", "torch.float32", "torch.float64", "torch.long"):
         dtype = getattr(torch, name.split(".", 1)[1])

@@ -669,6 +669,11 @@ def probe_samples(sample: Sample, reference_code: str, supported_cpu: set, suppo
             sensitive = range_probe(sample, [d for d in LOW if d in outputs and outputs[d] == d])
             if sensitive:
                 entry["range"] = sensitive
+    if (reference_code == "fp32" and str(outputs.get("fp32", "")).startswith(("fp", "complex"))
+            and not any(word in name.lower() for word in _RANDOM)):
+        amplified = rounding_probe(sample)  # complex outputs too: ``polar(abs, angle)``
+        if amplified:
+            entry["rounding"] = amplified
     return entry
 
 
@@ -859,6 +864,39 @@ def range_probe(sample: Sample, low_codes: list[str]) -> dict:
                 verdict = compare(long_input, dcode)
                 if verdict:
                     found[dcode] = [verdict, "long"]
+    return found
+
+
+def rounding_probe(sample: Sample) -> dict:
+    """{dtype: scale}: the smallest scale (|x| <= scale) at which rounding the float32 inputs to
+    float16/bfloat16, the op itself then run in float32, moves the result by more than the
+    tolerance (relative to the result's largest magnitude). Ops that amplify their argument's
+    absolute error do: ``sin``/``cos`` lose the phase once an angle's spacing in the low dtype
+    (0.125 rad at 256 in float16, 2 rad in bfloat16) is a sizeable part of a turn; ``mul``/``add``
+    keep the inputs' relative error and never do. This is the error of computing an argument (an
+    angle ``pos * freq``) in a low dtype before the op, even where the op itself runs in float32."""
+    found: dict[str, float] = {}
+    for dcode in LOW:
+        for scale in RANGE_SCALES:
+            scaled = _scaled(sample, scale)
+            if scaled is None:
+                break
+            rounded = scaled.cast(lambda i, d=CODES[dcode]: d).cast(lambda i: torch.float32)
+            result_exact, error_exact = scaled.run()
+            result_rounded, error_rounded = rounded.run()
+            if error_exact or error_rounded:
+                break
+            exact, near = tensor_outputs(result_exact), tensor_outputs(result_rounded)
+            if not exact or not near or not (exact[0].is_floating_point() or exact[0].is_complex()) or exact[0].shape != near[0].shape:
+                break
+            a, b = near[0].detach().double(), exact[0].detach().double()
+            both = torch.isfinite(a) & torch.isfinite(b)
+            if not bool(both.any()):
+                break
+            peak = float(b[both].abs().max())
+            if peak and float((a[both] - b[both]).abs().max()) / peak > RANGE_TOLERANCE[dcode]:
+                found[dcode] = scale
+                break
     return found
 
 

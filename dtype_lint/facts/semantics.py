@@ -266,6 +266,16 @@ class Semantics:
         how, scale = (seen[0], seen[1]) if seen else (None, None)
         return RangeFact(dtype=dtype, how=how, scale=scale, autocast=autocast)
 
+    def rounding_scale(self, op: str, dtype: str) -> float | None:
+        """The input magnitude from which rounding ``op``'s argument to ``dtype`` (the op itself
+        then run in float32) moves its result past the tolerance: ``sin``/``cos`` of an angle made
+        in float16/bfloat16 have lost the phase by 64 rad. None: never seen, or not probed."""
+        entry = self.entry(op)
+        if entry is None:
+            return None
+        scale = entry.get("rounding", {}).get(dtype)
+        return float(scale) if isinstance(scale, (int, float)) else None
+
     def operand_positions(self, op: str) -> tuple[tuple[int, ...], frozenset[str]] | None:
         """Which arguments are operands: positional indices (after a method's receiver) and
         keyword names, from torch's stubs (``add``'s ``other``, not ``roll``'s ``shifts``);
@@ -399,3 +409,7 @@ def autocast_policy(op: str, device: str = "cuda", *, torch: str | None = None) 
 
 def range_sensitive(op: str, dtype: str = "fp16", *, torch: str | None = None) -> RangeFact | None:
     return load(torch).range_sensitive(op, dtype)
+
+
+def rounding_scale(op: str, dtype: str, *, torch: str | None = None) -> float | None:
+    return load(torch).rounding_scale(op, dtype)
