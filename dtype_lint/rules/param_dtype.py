@@ -49,6 +49,9 @@ class DtypeAgnosticFactory(CombiningRule):
     from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
     function is written for the dtype its callers give, float16/bfloat16 among them, and the
     message says so ("when `x` is float16/bfloat16 ...").
+    `cat`/`stack`/`where` count only for a factory that copies the followed tensor's device and
+    a tensor the function pads, fills or scales with a python float (floating data; an integer
+    mask concatenated with float32 is a guess).
     A library's contract is such a condition too (facts/lowp_contract.py): a diffusers scheduler's
     `step(model_output, timestep, sample)` / `add_noise` / `scale_model_input` get the latents of a
     pipeline loaded with `torch_dtype=torch.float16`, and a pipeline's `self.vae.dtype` /
@@ -201,12 +204,18 @@ class DtypeAgnosticFactory(CombiningRule):
     def _combine_followed(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> None:
         """A factory's float32 meets, by arithmetic, a tensor whose dtype the function follows
         (facts/followed.py), and nothing casts the result: a low dtype a caller gives is promoted."""
-        if not isinstance(node, cst.BinaryOperation) or autocast_enabled_at(self.ctx, node):
+        if autocast_enabled_at(self.ctx, node):
             return
         followed = next(((o, found) for o in operands if (found := followed_low(self.ctx, o)) is not None), None)
         if followed is None:
             return
         factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not followed[0]) if f), None)
+        if not isinstance(node, cst.BinaryOperation):
+            # `cat`/`stack`/`where`: only a factory built beside a followed name that the function
+            # pads, fills or scales with a float (facts/lowp_classes.py), not an integer mask
+            other = followed[0]
+            if factory is None or not isinstance(other, cst.Name) or not self._beside_floating(factory, other.value, function):
+                return
         if factory is None:
             if not self._combine_wrapper_parameter(node, operands, followed, function):
                 self._combine_sibling(node, operands, followed)
