@@ -14,6 +14,13 @@ import libcst as cst
 
 from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
 from dtype_lint.facts.lowp_spelled import runs_low_precision
+from dtype_lint.facts.lowp_classes import (
+    class_lowp_evidence,
+    constructor_attributes,
+    floating_parameter,
+    low_construction,
+    mirrors_device,
+)
 from dtype_lint.facts.sibling_casts import uncast_sibling
 from dtype_lint.facts.wrapped_modules import wrapped_parameter
 from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
@@ -41,6 +48,9 @@ class DtypeAgnosticFactory(CombiningRule):
     from it, unless the result is cast or stored in place (`acc += x * w`) afterwards: the
     function is written for the dtype its callers give, float16/bfloat16 among them, and the
     message says so ("when `x` is float16/bfloat16 ...").
+    `cat`/`stack`/`where` count only for a factory that copies the followed tensor's device and
+    a tensor the function pads, fills or scales with a python float (floating data; an integer
+    mask concatenated with float32 is a guess).
     A library's contract is such a condition too (facts/lowp_contract.py): a diffusers scheduler's
     `step(model_output, timestep, sample)` / `add_noise` / `scale_model_input` get the latents of a
     pipeline loaded with `torch_dtype=torch.float16`, and a pipeline's `self.vae.dtype` /
@@ -55,6 +65,19 @@ class DtypeAgnosticFactory(CombiningRule):
     a tensor read from an owner whose other tensor the function casts to the followed tensor's
     dtype (`mean = self.vae.bn.running_mean.to(x.dtype)` but `self.vae.bn.running_var` used as
     it is; facts/sibling_casts.py): the function's own cast says the owner's dtype may differ.
+    The class around a method can be the sign too (facts/lowp_classes.py). Where another method
+    of the class tests a tensor's dtype against float16/bfloat16 or upcasts one and casts the
+    result back (`dtype = q.dtype; q = q.float(); ...; probs.to(dtype)`), the class is written
+    for half callers, and a factory combined with a tensor parameter in any of its methods is
+    reported: by arithmetic, or in `cat`/`stack`/`where` where the factory copies the
+    parameter's device (`torch.zeros(shape, device=mask.device)`) and the method pads, fills or
+    scales the parameter with a python float (floating data, not an integer mask): diffusers'
+    `CrossAttention.prepare_attention_mask`. And a plain class that this file constructs from a
+    submodule's output (`DiagonalGaussianDistribution(self.quant_conv(h))`) in a diffusers
+    `ModelMixin` / transformers `PreTrainedModel` subclass (loaded with `torch_dtype=torch.float16`
+    on the library's path) or in a class written for half callers: the attributes its `__init__`
+    derives from that tensor (`self.mean, self.logvar = torch.chunk(parameters, 2, dim=1)`) are
+    in the model's dtype, and noise drawn without `dtype=` and added to them promotes them.
 
     ## Why is this bad?
     The function is written to work for any dtype but builds float32: when a caller passes a
@@ -98,6 +121,7 @@ class DtypeAgnosticFactory(CombiningRule):
         "a tensor whose dtype the function follows, and whether the result is cast afterwards (facts/followed.py)",
         "a module that wraps an already built module, whose own new parameters are float32 (facts/wrapped_modules.py)",
         "an owner's tensor read uncast beside its sibling cast to a followed tensor's dtype (facts/sibling_casts.py)",
+        "a class written for float16/bfloat16 callers, a parameter used as floating data, a factory built beside it, and a class built from a low-precision model's submodule output (facts/lowp_classes.py)",
         "the enabled autocast region around a node, as the dtype flow records it (facts/dtypes.py `autocast_at`)",
         "whether the file itself runs low precision: a float16/bfloat16/autocast spelling outside comparisons, comments and docstrings (facts/lowp_spelled.py)",
     )
@@ -140,18 +164,60 @@ class DtypeAgnosticFactory(CombiningRule):
         function = self.ctx.enclosing(node, cst.FunctionDef)
         if not isinstance(function, cst.FunctionDef):
             return
-        if not self._combine_parameter(node, operands, function):
+        if not self._combine_parameter(node, operands, function) and not self._combine_constructed(node, operands, function):
             self._combine_followed(node, operands, function)
+
+    def _combine_constructed(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> bool:
+        """A factory's float32 meets, by arithmetic, an attribute the class's ``__init__`` derives
+        from the tensor it is constructed with, where this file constructs it from a low-precision
+        model's submodule output (facts/lowp_classes.py): a distribution over a float16 VAE's
+        moments drawing float32 noise. True when it reported."""
+        if not isinstance(node, cst.BinaryOperation) or autocast_enabled_at(self.ctx, node):
+            return False
+        cls = self.ctx.enclosing(function, cst.ClassDef)
+        if not isinstance(cls, cst.ClassDef) or function.name.value == "__init__":
+            return False
+        attributes = constructor_attributes(cls)
+        attribute = next((o for o in operands if isinstance(o, cst.Attribute) and isinstance(o.value, cst.Name)
+                          and o.value.value == "self" and o.attr.value in attributes), None)
+        if attribute is None:
+            return False
+        value = self.ctx.flow.value_of(attribute)
+        if value is not None and value.dtypes:
+            return False  # the flow knows its dtype: DTL508's (or nobody's) business
+        factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not attribute) if f), None)
+        if factory is None or id(factory) in self._reported or cast_afterwards(self.ctx, node):
+            return False
+        found = low_construction(self.ctx, cls)
+        if found is None:
+            return False
+        call, why = found
+        self._reported.add(id(factory))
+        name = self.ctx.code_for(factory.func).strip()
+        text = self.ctx.code_for(attribute).strip()
+        message = (
+            f"`{name}(...)` without dtype= builds float32 and is combined with `{text}`, which `__init__` derives "
+            f"from the tensor `{cls.name.value}` is constructed with; line {self.ctx.position(call).start.line} "
+            f"constructs it, and {why}: a float16/bfloat16 `{text}` is promoted to float32; pass `dtype={text}.dtype`"
+        )
+        self.report(factory, message, confidence=Confidence.MEDIUM, fix=self._fix(factory, text))
+        return True
 
     def _combine_followed(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> None:
         """A factory's float32 meets, by arithmetic, a tensor whose dtype the function follows
         (facts/followed.py), and nothing casts the result: a low dtype a caller gives is promoted."""
-        if not isinstance(node, cst.BinaryOperation) or autocast_enabled_at(self.ctx, node):
+        if autocast_enabled_at(self.ctx, node):
             return
         followed = next(((o, found) for o in operands if (found := followed_low(self.ctx, o)) is not None), None)
         if followed is None:
             return
         factory = next((f for f in (self._factory_within(o, function) for o in operands if o is not followed[0]) if f), None)
+        if not isinstance(node, cst.BinaryOperation):
+            # `cat`/`stack`/`where`: only a factory built beside a followed name that the function
+            # pads, fills or scales with a float (facts/lowp_classes.py), not an integer mask
+            other = followed[0]
+            if factory is None or not isinstance(other, cst.Name) or not self._beside_floating(factory, other.value, function):
+                return
         if factory is None:
             if not self._combine_wrapper_parameter(node, operands, followed, function):
                 self._combine_sibling(node, operands, followed)
@@ -259,12 +325,19 @@ class DtypeAgnosticFactory(CombiningRule):
             # Arithmetic implies floating data; `cat`/`stack` of masks and ids (int or bool,
             # where a float32 result is usually harmless) is a guess, not reported.
             arithmetic = isinstance(node, cst.BinaryOperation)
-            if not (arithmetic and self._runs_low_precision(function)):
-                return False
             name = self.ctx.code_for(factory.func).strip()
+            if arithmetic and self._runs_low_precision(function):
+                why = "whose dtype the callers choose"
+            else:
+                evidence = self._class_evidence(function)
+                if evidence is None or not (arithmetic or self._beside_floating(factory, parameter, function)):
+                    return False
+                why = (f"and the class is written for float16/bfloat16 callers (a method of it tests or "
+                       f"restores a tensor's low dtype: line {self.ctx.position(evidence).start.line}, "
+                       f"`{_line_text(self.ctx, evidence)}`)")
             message = (
                 f"`{name}(...)` without dtype= builds float32 and is combined with parameter `{parameter}`, "
-                f"whose dtype the callers choose: a float16/bfloat16 `{parameter}` is promoted to float32; "
+                f"{why}: a float16/bfloat16 `{parameter}` is promoted to float32; "
                 f"pass `dtype={parameter}.dtype`"
             )
             self._reported.add(id(factory))
@@ -340,6 +413,21 @@ class DtypeAgnosticFactory(CombiningRule):
             return None
         return factory
 
+    def _class_evidence(self, function: cst.FunctionDef) -> cst.CSTNode | None:
+        """A dtype test or upcast-and-cast-back in a method of the class around ``function``
+        (facts/lowp_classes.py): its methods get float16/bfloat16 tensors from their callers."""
+        cls = self.ctx.enclosing(function, cst.ClassDef)
+        if not isinstance(cls, cst.ClassDef) or self.ctx.enclosing(cls, cst.FunctionDef) is not None:
+            return None
+        return class_lowp_evidence(self.ctx, cls)
+
+    @staticmethod
+    def _beside_floating(factory: cst.Call, parameter: str, function: cst.FunctionDef) -> bool:
+        """A `cat`/`stack`/`where` operand: the factory copies the parameter's device (built to sit
+        beside it) and the method pads, fills or scales the parameter with a float (floating
+        data, not an integer mask; facts/lowp_classes.py)."""
+        return mirrors_device(factory, parameter) and floating_parameter(function, parameter)
+
     def _runs_low_precision(self, function: cst.FunctionDef) -> bool:
         if function.name.value != "forward" or not isinstance(self.ctx.enclosing(function, cst.ClassDef), cst.ClassDef):
             return False
@@ -350,6 +438,11 @@ class DtypeAgnosticFactory(CombiningRule):
         end = self.ctx.position(last.value if isinstance(last.comma, cst.Comma) else last).end
         edit = Edit(end.line, end.column + 1, end.line, end.column + 1, f", dtype={parameter}.dtype")
         return Fix(Safety.UNSAFE, (edit,), "pass dtype=")
+
+
+def _line_text(ctx, node: cst.CSTNode) -> str:
+    """The first line of ``node``'s code, for a message."""
+    return ctx.code_for(node).strip().splitlines()[0]
 
 
 def _is_where(ctx, call: cst.Call) -> bool:
