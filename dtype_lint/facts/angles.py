@@ -18,7 +18,11 @@ function at a time:
   value of ``node`` reaches in its function, through assignments and calls around it;
 * ``autocast_guarded(ctx, node)``: a ``with ...autocast...`` or an autocast/``custom_fwd``
   decorator around ``node`` (whatever its arguments: a region the analysis cannot read may be
-  the ``enabled=False`` that keeps the angle in float32).
+  the ``enabled=False`` that keeps the angle in float32);
+* ``runs_mixed_precision(ctx)``: the file shows its modules run under autocast: it names
+  ``autocast``/``custom_fwd``/``GradScaler`` in code, or defines a diffusers ``ModelMixin`` or
+  transformers ``PreTrainedModel`` subclass (models those libraries' trainers and pipelines run
+  under autocast). A plain module in a file that shows neither may never meet autocast.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.numerics import facts
 
 if TYPE_CHECKING:
@@ -265,3 +270,27 @@ def autocast_guarded(ctx: "FileContext", node: cst.CSTNode) -> cst.CSTNode | Non
                     return decorator.decorator
         current = ctx.parent(current)
     return None
+
+
+MIXED_PRECISION_NAMES = frozenset({"autocast", "custom_fwd", "custom_bwd", "GradScaler"})
+LIBRARY_MODEL_BASE = re.compile(r"(^|\.)(ModelMixin|\w*PreTrainedModel)$")
+
+
+def runs_mixed_precision(ctx: "FileContext") -> bool:
+    """See the module docstring; read once per file."""
+    cached = ctx.__dict__.get("_runs_mixed_precision")
+    if cached is None:
+        cached = ctx.__dict__["_runs_mixed_precision"] = _shows_mixed_precision(ctx)
+    return cached
+
+
+def _shows_mixed_precision(ctx: "FileContext") -> bool:
+    for node in ctx.all_nodes:
+        kind = type(node)
+        if kind is cst.Name and node.value in MIXED_PRECISION_NAMES:
+            return True
+        if kind is cst.Attribute and node.attr.value in MIXED_PRECISION_NAMES:
+            return True
+        if kind is cst.ClassDef and any(LIBRARY_MODEL_BASE.search(dotted_name(base.value) or "") for base in node.bases):
+            return True
+    return False

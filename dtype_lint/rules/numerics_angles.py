@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dtype_lint.facts.angles import POSITION_NAME, angle_consumer, autocast_guarded, plain_positions, position_source
+from dtype_lint.facts.angles import (
+    POSITION_NAME,
+    angle_consumer,
+    autocast_guarded,
+    plain_positions,
+    position_source,
+    runs_mixed_precision,
+)
 from dtype_lint.facts.flow.op_results import data_for
 from dtype_lint.facts.followed import condition, followed_low
 from dtype_lint.facts.numerics import BF16, FP16, number
@@ -59,9 +66,12 @@ class LowpRotaryAngle(Rule):
       finding then says "when `x` is float16/bfloat16"; not when that input is the positions
       themselves (`rope(pos, ...)` with `dtype=pos.dtype`: low only where a caller made its
       positions low, which DTL506 reports);
-    - it is such an autocast op in a module's `forward`, with no autocast region around it: it
-      runs in the autocast dtype whenever the module is called under autocast (mixed-precision
-      training, accelerate, Lightning), since `.float()` on the operands does not stop autocast.
+    - it is such an autocast op in a module's `forward`, with no autocast region around it, in a
+      file that shows its modules run under autocast (it names `autocast`/`custom_fwd`/
+      `GradScaler` in code, or defines a diffusers `ModelMixin` / transformers `PreTrainedModel`
+      subclass; facts/angles.py `runs_mixed_precision`): it runs in the autocast dtype whenever
+      the module is called under autocast (mixed-precision training, accelerate, Lightning),
+      since `.float()` on the operands does not stop autocast.
       Not when the product sits under an `if` of the `forward` (a rotary cache rebuilt when a
       longer sequence arrives, built first in `__init__` outside autocast): whether that runs,
       and under what, depends on the inputs.
@@ -127,10 +137,14 @@ class LowpRotaryAngle(Rule):
         # no cos/sin: an attention score, not an angle
         "import torch\nclass Scores(torch.nn.Module):\n    def forward(self, q, positions):\n"
         "        return q @ positions.float()\n",
+        # a plain module in a file that never shows autocast: it may never meet one
+        "import torch\nclass Rotary(torch.nn.Module):\n    def forward(self, position_ids):\n"
+        "        freqs = self.inv_freq[:, None].float() @ position_ids[None, :].float()\n"
+        "        return freqs.cos(), freqs.sin()\n",
     )
     invalid = (
         Invalid(
-            "import torch\nclass Rotary(torch.nn.Module):\n    def forward(self, position_ids):\n"
+            "import torch\nfrom diffusers import ModelMixin\nclass Rotary(ModelMixin):\n    def forward(self, position_ids):\n"
             "        freqs = self.inv_freq[:, None].float() @ position_ids[None, :].float()\n"
             "        return freqs.cos(), freqs.sin()\n"
         ),
@@ -256,6 +270,8 @@ class LowpRotaryAngle(Rule):
             # ``if seq_len > self.max_seq_len_cached:`` rebuilding a cache that ``__init__`` built
             # outside any autocast: whether it ever runs, and under what, depends on the inputs
             return False
+        if not runs_mixed_precision(self.ctx):
+            return False  # nothing in the file says its modules ever meet autocast
         return not self.ctx.flow.autocast_stack_at(node)
 
     def _report(self, node, source, dtype: str, why: str, consumer) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from dtype_lint.facts.flow.values import FP32
 from dtype_lint.facts.followed import cast_afterwards, condition, followed_low
 from dtype_lint.facts.lowp_spelled import runs_low_precision
 from dtype_lint.facts.lowp_classes import (
@@ -315,9 +316,10 @@ class DtypeAgnosticFactory(CombiningRule):
     def _combine_parameter(self, node: cst.CSTNode, operands: list[cst.BaseExpression], function) -> bool:
         """The forward-of-a-low-precision-file case; True when it reported."""
         parameters = self._tensor_parameters(function)
-        parameter = next((p for p in (self._parameter_in(o, parameters) for o in operands) if p), None)
-        if parameter is None:
+        carrier = next((o for o in operands if self._parameter_in(o, parameters)), None)
+        if carrier is None:
             return False
+        parameter = carrier.value
         for operand in operands:
             factory = self._factory_within(operand, function)
             if factory is None or autocast_enabled_at(self.ctx, node):
@@ -332,6 +334,8 @@ class DtypeAgnosticFactory(CombiningRule):
                 evidence = self._class_evidence(function)
                 if evidence is None or not (arithmetic or self._beside_floating(factory, parameter, function)):
                     return False
+                if self._upcast_before(carrier):
+                    return False  # ``if x.dtype in (fp16, bf16): x = x.float()``: the low callers' x is float32 here
                 why = (f"and the class is written for float16/bfloat16 callers (a method of it tests or "
                        f"restores a tensor's low dtype: line {self.ctx.position(evidence).start.line}, "
                        f"`{_line_text(self.ctx, evidence)}`)")
@@ -356,6 +360,12 @@ class DtypeAgnosticFactory(CombiningRule):
                 continue  # `scale=1.0`, `causal=True`: not a tensor
             names.add(name)
         return names
+
+    def _upcast_before(self, carrier: cst.Name) -> bool:
+        """The parameter was made float32 on some path before this read (the flow's value holds
+        float32): a class written for half callers upcasts exactly those."""
+        value = self.ctx.flow.value_of(carrier)
+        return value is not None and FP32 in value.dtypes
 
     def _parameter_in(self, operand: cst.BaseExpression, parameters: set[str]) -> str | None:
         if not isinstance(operand, cst.Name) or operand.value not in parameters:
