@@ -30,22 +30,25 @@ def runs_low_precision(ctx) -> bool:
 
 
 def _spells_low_precision(module: cst.Module) -> bool:
+    # a dtype test: ``x.dtype == torch.float16`` checks, it does not cast
+    return any(any(word in text for word in LOWP_WORDS) for _, text in code_words(module, skip=(cst.Comparison,)))
+
+
+def code_words(module: cst.Module, skip: tuple[type, ...] = ()):
+    """``(node, text)`` of each identifier and string of the module's code: names, attribute
+    names, and strings that are not docstrings (comments are not nodes); a subtree whose root is
+    one of ``skip`` is not entered."""
     stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
     while stack:
         node, parent = stack.pop()
-        if isinstance(node, cst.Comparison):
-            continue  # a dtype test: ``x.dtype == torch.float16`` checks, it does not cast
+        if skip and isinstance(node, skip):
+            continue
         stack.extend((child, node) for child in child_nodes(node))
         if isinstance(node, cst.Name):
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue  # seen as the Attribute
-            text = node.value
+            yield node, node.value
         elif isinstance(node, cst.Attribute):
-            text = node.attr.value
+            yield node, node.attr.value
         elif isinstance(node, cst.SimpleString) and not isinstance(parent, cst.Expr):
-            text = string_value(node) or ""
-        else:
-            continue
-        if any(word in text for word in LOWP_WORDS):
-            return True
-    return False
+            yield node, string_value(node) or ""

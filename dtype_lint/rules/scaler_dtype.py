@@ -11,12 +11,12 @@ from dtype_lint.facts import adapters, branch_conditions, config_values, flag_lo
 from dtype_lint.facts.amp import autocast_signature, dtype_literal, is_grad_scaler, literal_bool
 from dtype_lint.facts.flow.library import FP16_TRIGGERS, LOWP_TRIGGERS
 from dtype_lint.facts.devices import chain_root
+from dtype_lint.facts.lowp_spelled import code_words
 from dtype_lint.facts.names import dotted_name
 from dtype_lint.facts.scaler import Kind
 from dtype_lint.facts.training import (
     call_name,
     calls_in,
-    child_nodes,
     is_true,
     keyword,
     positional,
@@ -905,20 +905,7 @@ LOW_PRECISION_HINT = re.compile(r"autocast|half|float16|fp16|bf16|precision|mixe
 def mentions_low_precision(ctx) -> bool:
     """Any identifier or string (docstrings and comments aside) that hints at low precision;
     ``torch.amp`` / ``torch.cuda.amp`` themselves are module paths, not hints."""
-    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(ctx.module, None)]
-    while stack:
-        node, parent = stack.pop()
-        stack.extend((child, node) for child in child_nodes(node))
-        if isinstance(node, cst.Name):
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                continue  # seen as the Attribute
-            text = node.value
-        elif isinstance(node, cst.Attribute):
-            text = node.attr.value
-        elif isinstance(node, cst.SimpleString) and not isinstance(parent, cst.Expr):
-            text = string_value(node) or ""
-        else:
-            continue
+    for node, text in code_words(ctx.module):
         if text == "amp" and any(q.startswith("torch") for q in ctx.names.qualified_names(node)):
             continue
         if LOW_PRECISION_HINT.search(text):
