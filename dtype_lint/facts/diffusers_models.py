@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from dtype_lint.facts.lowp_contract import relative_imports
+from dtype_lint.facts.lowp_contract import derived_library_base
 from dtype_lint.facts.names import dotted_name
 
 MODEL_BASE = "ModelMixin"
@@ -32,33 +32,15 @@ WEIGHTED_LAYERS = frozenset(
 )
 
 
-def _bases(node: cst.ClassDef) -> list[cst.BaseExpression]:
-    return [base.value for base in node.bases]
-
-
 def file_classes(module: cst.Module) -> dict[str, cst.ClassDef]:
     """Module-level classes of the file by name."""
     return {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
 
 
-def is_model_class(ctx, node: cst.ClassDef, depth: int = 0) -> bool:
+def is_model_class(ctx, node: cst.ClassDef) -> bool:
     """``node`` derives from diffusers' ``ModelMixin``, directly or through classes of the file
     (imported from diffusers, or relatively inside diffusers' own package)."""
-    if depth > 8:
-        return False
-    relative = relative_imports(ctx.module)
-    classes = file_classes(ctx.module)
-    for base in _bases(node):
-        spelled = dotted_name(base) or ""
-        qualified = ctx.names.qualified_names(base)
-        if any(q.split(".")[0] == "diffusers" and q.rsplit(".", 1)[-1] == MODEL_BASE for q in qualified):
-            return True
-        if spelled == MODEL_BASE and spelled in relative:
-            return True
-        known = classes.get(spelled)
-        if known is not None and known is not node and is_model_class(ctx, known, depth + 1):
-            return True
-    return False
+    return derived_library_base(ctx, node, (("diffusers", MODEL_BASE),)) is not None
 
 
 def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:

@@ -101,29 +101,14 @@ _LOW_MODEL_BASES = (("diffusers", "ModelMixin"), ("transformers", "PreTrainedMod
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "size", "ndim", "dim", "chunk", "split", "view", "reshape"})
 
 
-def low_model_class(ctx: "FileContext", cls: cst.ClassDef, depth: int = 0) -> str | None:
+def low_model_class(ctx: "FileContext", cls: cst.ClassDef) -> str | None:
     """"diffusers"/"transformers" when ``cls`` derives (directly, or through a class of this file)
     from a model base that library loads in float16/bfloat16, imported from it (or, inside the
     library's own package, relatively)."""
-    if depth > 8:
-        return None
-    relative = ctx.__dict__.get("_relative_imports")
-    if relative is None:
-        from dtype_lint.facts.lowp_contract import relative_imports
-        relative = ctx.__dict__["_relative_imports"] = relative_imports(ctx.module)
-    for base in cls.bases:
-        spelled = _dotted(base.value)
-        for library, name in _LOW_MODEL_BASES:
-            if spelled == name and name in relative or any(
-                    q.split(".")[0] == library and q.rsplit(".", 1)[-1] == name for q in ctx.names.qualified_names(base.value)):
-                return library
-        local = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == spelled
-                      and s is not cls), None)
-        if local is not None:
-            found = low_model_class(ctx, local, depth + 1)
-            if found is not None:
-                return found
-    return None
+    from dtype_lint.facts.lowp_contract import derived_library_base
+
+    found = derived_library_base(ctx, cls, _LOW_MODEL_BASES)
+    return found[0] if found else None
 
 
 def constructor_attributes(cls: cst.ClassDef) -> frozenset:

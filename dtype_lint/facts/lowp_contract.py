@@ -34,6 +34,8 @@ import dataclasses
 
 import libcst as cst
 
+from dtype_lint.facts.names import dotted_name
+
 
 @dataclasses.dataclass(frozen=True)
 class Contract:
@@ -119,6 +121,31 @@ CONTRACTS = (
         ),
     ),
 )
+
+
+def derived_library_base(ctx, cls: cst.ClassDef, bases, depth: int = 0) -> tuple[str, str] | None:
+    """The first ``(library, class name)`` of ``bases`` that ``cls`` derives from, directly or
+    through classes of this file: imported from that library, or spelled bare and imported
+    relatively (inside the library's own package). None when it derives from none."""
+    if depth > 8:
+        return None
+    relative = ctx.__dict__.get("_relative_imports")
+    if relative is None:
+        relative = ctx.__dict__["_relative_imports"] = relative_imports(ctx.module)
+    for base in cls.bases:
+        spelled = dotted_name(base.value) or ""
+        qualified = ctx.names.qualified_names(base.value)
+        for library, name in bases:
+            if any(q.split(".")[0] == library and q.rsplit(".", 1)[-1] == name for q in qualified) \
+                    or spelled == name and spelled in relative:
+                return library, name
+        local = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == spelled
+                      and s is not cls), None)
+        if local is not None:
+            found = derived_library_base(ctx, local, bases, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def relative_imports(module: cst.Module) -> frozenset:

@@ -59,24 +59,11 @@ class OtherDtypeInput:
     why: str
 
 
-def class_contract(ctx, cls: cst.ClassDef, depth: int = 0) -> lowp_contract.Contract | None:
+def class_contract(ctx, cls: cst.ClassDef) -> lowp_contract.Contract | None:
     """The library contract ``cls`` is under through its bases (directly, or through a class of
     this file): the same reading as the interpreter's."""
-    if depth > 8:
-        return None
-    relative = lowp_contract.relative_imports(ctx.module)
-    for base in cls.bases:
-        spelled = dotted_name(base.value) or ""
-        found = lowp_contract.base_contract(spelled, ctx.names.qualified_names(base.value), relative)
-        if found is not None:
-            return found
-        local = next((s for s in ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == spelled
-                      and s is not cls), None)
-        if local is not None:
-            found = class_contract(ctx, local, depth + 1)
-            if found is not None:
-                return found
-    return None
+    found = lowp_contract.derived_library_base(ctx, cls, [(c.library, c.base) for c in lowp_contract.CONTRACTS])
+    return next(c for c in lowp_contract.CONTRACTS if (c.library, c.base) == found) if found else None
 
 
 def inputs_in(ctx, function: cst.FunctionDef) -> list[OtherDtypeInput]:
