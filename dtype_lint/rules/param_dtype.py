@@ -24,12 +24,12 @@ from dtype_lint.facts.lowp_classes import (
 )
 from dtype_lint.facts.sibling_casts import uncast_sibling
 from dtype_lint.facts.wrapped_modules import wrapped_parameter
-from dtype_lint.facts.numerics import argument, autocast_enabled_at, call_shape, has_keyword
+from dtype_lint.facts.numerics import autocast_enabled_at, call_shape
 from dtype_lint.facts.training import walk
 from dtype_lint.findings import Confidence, Edit, Fix, Safety
 from dtype_lint.prefilter import exact_word
 from dtype_lint.rules.base import Invalid
-from dtype_lint.rules.numerics_ops import FACTORIES, CombiningRule, _is_float_literal, _zero_dim
+from dtype_lint.rules.numerics_ops import FACTORIES, CombiningRule, _is_float_literal
 
 # Attributes only a tensor has: a parameter read this way is a tensor, not a scalar option.
 _TENSOR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "size", "ndim", "dim", "new_zeros", "new_ones", "unsqueeze", "view", "reshape"})
@@ -411,17 +411,7 @@ class DtypeAgnosticFactory(CombiningRule):
         shape = call_shape(self.ctx, factory)
         if shape is not None and shape.qualified == "torch.where" and _scalar_where(factory):
             return factory  # ``torch.where(mask > 0.5, 1.0, 0.0)``: two python floats, the default dtype
-        if shape is None or shape.qualified != f"torch.{shape.name}" or shape.name not in FACTORIES:
-            return None
-        if has_keyword(factory, "dtype") or has_keyword(factory, "out") or not factory.args or _zero_dim(factory, shape.name):
-            return None
-        if shape.name == "full":
-            fill = argument(factory, "fill_value", 1)
-            if fill is None or not _is_float_literal(fill.value):
-                return None
-        if shape.name == "tensor" and not _has_float(factory.args[0].value):
-            return None
-        return factory
+        return factory if self._default_factory(factory) else None
 
     def _class_evidence(self, function: cst.FunctionDef) -> cst.CSTNode | None:
         """A dtype test or upcast-and-cast-back in a method of the class around ``function``
